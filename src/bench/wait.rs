@@ -1,0 +1,73 @@
+//! Bounded busy-waiting: every spin on the peer (a memory marker, a CQ) gives
+//! up after the run's timeout instead of hanging when the peer dies.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::clock::Clock;
+
+/// Set when the run must stop (Ctrl-C, or the other side of a loopback run
+/// failed): every bounded wait then returns `Error::Interrupted` promptly.
+pub static ABORT: AtomicBool = AtomicBool::new(false);
+
+pub fn abort_all() {
+    ABORT.store(true, Ordering::Relaxed);
+}
+
+pub fn aborted() -> bool {
+    ABORT.load(Ordering::Relaxed)
+}
+use crate::error::{Error, Result};
+
+pub struct Patience {
+    clock: Clock,
+    limit_ticks: u64,
+    limit_s: f64,
+}
+
+impl Patience {
+    pub fn new(clock: Clock, timeout_s: f64) -> Self {
+        Self {
+            clock,
+            limit_ticks: clock.ticks(std::time::Duration::from_secs_f64(timeout_s)),
+            limit_s: timeout_s,
+        }
+    }
+
+    /// Spins until `poll` yields a value. The clock is read only every 1024
+    /// spins, so waiting costs almost nothing when the answer is quick.
+    #[inline(always)]
+    pub fn wait<T>(
+        &self,
+        what: impl Fn() -> String,
+        mut poll: impl FnMut() -> Result<Option<T>>,
+    ) -> Result<T> {
+        let mut spins = 0u32;
+        let mut start = 0u64;
+        loop {
+            if let Some(v) = poll()? {
+                return Ok(v);
+            }
+            spins = spins.wrapping_add(1);
+            if spins & 1023 == 0 {
+                if aborted() {
+                    return Err(Error::Interrupted);
+                }
+                let now = self.clock.now();
+                if start == 0 {
+                    start = now;
+                } else if now.wrapping_sub(start) > self.limit_ticks {
+                    return Err(self.timeout(what()));
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    #[cold]
+    fn timeout(&self, what: String) -> Error {
+        Error::Timeout {
+            what,
+            secs: self.limit_s,
+        }
+    }
+}

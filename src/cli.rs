@@ -1,0 +1,133 @@
+//! Command-line arguments only: parsing, not behaviour.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::spec::AtomicOp;
+
+/// The default TCP port of `serve` (perftest's).
+pub const DEFAULT_PORT: u16 = 18515;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "rdma-bench",
+    version,
+    about = "Measure RDMA verbs: latency of READ, WRITE, WR-INLINE, SEND, ECHO and atomics",
+    after_help = "Without --connect, a test runs in loopback: both sides in this process, on one device, through the real NIC."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every device and port with the capabilities a benchmark cares about.
+    Devices(DevicesArgs),
+    /// Passive side for two-host runs: serves clients until killed.
+    Serve(ServeArgs),
+    /// RDMA READ completion latency.
+    Read(TestArgs),
+    /// RDMA WRITE ping-pong half-RTT (or completion latency with --completion).
+    Write(TestArgs),
+    /// SEND ping-pong half-RTT (or completion latency with --completion).
+    Send(TestArgs),
+    /// HERD's ECHO: WRITE a request, the server WRITEs it back; RTT and RTT/2.
+    Echo(TestArgs),
+    /// Atomic (fetch-and-add or compare-and-swap) completion latency, with verification.
+    Atomic(TestArgs),
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct DeviceArgs {
+    /// RDMA device (default: $RDMA_BENCH_DEVICE, else the first with an active port).
+    #[arg(short = 'd', long)]
+    pub device: Option<String>,
+    /// Port of the device.
+    #[arg(short = 'i', long, default_value_t = 1)]
+    pub ib_port: u8,
+    /// GID index (default: an IPv4-mapped RoCE v2 GID on Ethernet, index 0 on InfiniBand).
+    #[arg(short = 'x', long)]
+    pub gid_index: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct DevicesArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Address to listen on. The default, 0.0.0.0, listens on every interface.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind: String,
+    /// TCP port to listen on.
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Clients served at the same time; more are refused.
+    #[arg(long, default_value_t = 16)]
+    pub max_clients: usize,
+    /// Seconds a client may stay silent during the handshake.
+    #[arg(long, default_value_t = 30.0)]
+    pub timeout: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    Rc,
+    Uc,
+    Ud,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub connect: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Payload sizes in bytes: a list (2,64,1024) or a power-of-two range (2..4096).
+    #[arg(short = 's', long, value_name = "SIZES")]
+    pub size: Option<String>,
+    /// Measured iterations per size (after warm-up).
+    #[arg(short = 'n', long, default_value_t = 10_000)]
+    pub iters: u64,
+    /// Measure each size for this many seconds instead of --iters.
+    #[arg(short = 'D', long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Iterations run before measuring each size, not recorded.
+    #[arg(long, default_value_t = 1000)]
+    pub warmup: u64,
+    /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
+    #[arg(long)]
+    pub inline: bool,
+    /// Transport: rc, uc (write, send, echo) or ud (send).
+    #[arg(short = 'c', long, value_enum, default_value_t = TransportArg::Rc)]
+    pub transport: TransportArg,
+    /// SEND or WRITE with immediate data.
+    #[arg(long)]
+    pub imm: bool,
+    /// Atomic operation.
+    #[arg(long, value_enum)]
+    pub op: Option<AtomicOp>,
+    /// write/send: time post-to-completion of a signaled WR instead of a ping-pong.
+    #[arg(long)]
+    pub completion: bool,
+    /// Write results as JSON to FILE (rewritten after every size).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write results as CSV to FILE (rewritten after every size).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No table and no progress bar.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Seconds to wait for the peer before giving up.
+    #[arg(long, default_value_t = 30.0)]
+    pub timeout: f64,
+}

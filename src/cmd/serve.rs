@@ -1,0 +1,90 @@
+//! `rdma-bench serve`: the passive side of two-host runs. Each client gets its
+//! own thread, QP and freshly registered buffer (so no client can reach
+//! another's memory); a failing client costs one log line, never the server.
+
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bench::{serve_client, DeviceChoice, Port};
+use crate::cli::ServeArgs;
+use crate::clock::Clock;
+use crate::connect::{Control, Message, TcpChannel};
+use crate::error::{Error, Result};
+
+pub fn run(args: &ServeArgs) -> Result<()> {
+    if args.max_clients == 0 || args.max_clients > 4096 {
+        return Err(Error::usage(format!(
+            "--max-clients {}: must be between 1 and 4096",
+            args.max_clients
+        )));
+    }
+    if !(args.timeout >= 0.1 && args.timeout <= 86_400.0) {
+        return Err(Error::usage(format!(
+            "--timeout {}: must be between 0.1 and 86400 seconds",
+            args.timeout
+        )));
+    }
+    let port = Arc::new(Port::open(&DeviceChoice::from(&args.device))?);
+    let addr = format!("{}:{}", args.bind, args.port);
+    let listener = TcpListener::bind(&addr)
+        .map_err(|e| Error::usage(format!("--bind {addr}: cannot listen: {e}")))?;
+    if args.bind == "0.0.0.0" || args.bind == "::" || args.bind == "[::]" {
+        eprintln!(
+            "serve: warning: listening on every interface ({addr}); anyone who can reach this port can run tests against {} (use --bind ADDR to restrict)",
+            port.ctx.name()
+        );
+    }
+    eprintln!(
+        "serve: listening on {addr} for {} port {} (gid index {}), at most {} clients at once",
+        port.ctx.name(),
+        port.config.port,
+        port.config.gid_index,
+        args.max_clients
+    );
+    let clock = Clock::calibrate(Duration::from_millis(20));
+    let active = Arc::new(AtomicUsize::new(0));
+    let handshake = Duration::from_secs_f64(args.timeout);
+    for stream in listener.incoming() {
+        let stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("serve: accept failed: {e}");
+                continue;
+            }
+        };
+        if active.fetch_add(1, Ordering::SeqCst) >= args.max_clients {
+            active.fetch_sub(1, Ordering::SeqCst);
+            refuse_busy(stream, args.max_clients);
+            continue;
+        }
+        let (port, active) = (port.clone(), active.clone());
+        std::thread::spawn(move || {
+            let peer = stream
+                .peer_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "?".into());
+            match serve_one(&port, stream, &clock, handshake) {
+                Ok(()) => eprintln!("serve: {peer}: done"),
+                Err(e) => eprintln!("serve: {peer}: dropped: {e}"),
+            }
+            active.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+    Ok(())
+}
+
+fn serve_one(port: &Port, stream: TcpStream, clock: &Clock, handshake: Duration) -> Result<()> {
+    let mut ctl = TcpChannel::new(stream)?;
+    let hello = ctl.recv(handshake)?;
+    serve_client(port, &mut ctl, clock, hello)
+}
+
+fn refuse_busy(stream: TcpStream, max: usize) {
+    if let Ok(mut ctl) = TcpChannel::new(stream) {
+        let _ = ctl.send(&Message::Refuse {
+            reason: format!("server busy: already serving --max-clients {max} clients"),
+        });
+    }
+}

@@ -1,0 +1,85 @@
+//! The out-of-band control channel: a versioned handshake that carries the
+//! test parameters and the QP/buffer endpoints, then per-point barriers.
+//! Loopback runs use an in-process channel, remote runs length-prefixed JSON
+//! frames over TCP; both speak the same `Message`s.
+
+mod local;
+mod tcp;
+
+pub use local::{local_pair, LocalChannel};
+pub use tcp::{TcpChannel, MAX_FRAME};
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::spec::LatencySpec;
+use crate::verbs::Endpoint;
+
+/// Bumped whenever a `Message` changes shape or meaning.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Client → server: what to run, and where the client's QP is.
+    Hello {
+        version: u32,
+        tool_version: String,
+        spec: LatencySpec,
+        endpoint: Endpoint,
+    },
+    /// Server → client: accepted; where the server's QP and buffer are.
+    Accept {
+        version: u32,
+        endpoint: Endpoint,
+        device: String,
+    },
+    /// Either side: cannot run this; `reason` says which parameter and why.
+    Refuse { reason: String },
+    /// Client → server: get ready for point `index` (size `size`).
+    Prepare { index: u32, size: u32 },
+    /// Server → client: buffers reset, receives posted, ready for `index`.
+    Ready { index: u32 },
+    /// Client → server: point `index` is over on the client's side.
+    Finish { index: u32 },
+    /// Server → client: what the server counted during point `index`.
+    Finished { index: u32, received: u64 },
+    /// Client → server: no more points.
+    Bye,
+}
+
+impl Message {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Hello { .. } => "hello",
+            Message::Accept { .. } => "accept",
+            Message::Refuse { .. } => "refuse",
+            Message::Prepare { .. } => "prepare",
+            Message::Ready { .. } => "ready",
+            Message::Finish { .. } => "finish",
+            Message::Finished { .. } => "finished",
+            Message::Bye => "bye",
+        }
+    }
+}
+
+/// A control channel to the peer. `recv` gives up after `timeout` so a dead
+/// or stalled peer is an error, never a hang.
+pub trait Control: Send {
+    fn send(&mut self, msg: &Message) -> Result<()>;
+    fn recv(&mut self, timeout: Duration) -> Result<Message>;
+    /// Who the peer is, for error messages.
+    fn peer(&self) -> String;
+}
+
+/// Checks that the peer speaks our protocol version.
+pub fn check_version(peer: &str, theirs: u32) -> std::result::Result<(), String> {
+    if theirs != PROTOCOL_VERSION {
+        return Err(format!(
+            "protocol version mismatch: {peer} speaks v{theirs}, this rdma-bench speaks v{PROTOCOL_VERSION} (run the same rdma-bench version on both sides)"
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,48 @@
+//! The program's error type and its exit codes: bad input is the user's to
+//! fix (exit 2); anything that fails at run time exits 1.
+
+use crate::verbs::VerbsError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad input: an option, a combination, or a value the device cannot do.
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Verbs(#[from] VerbsError),
+    /// The out-of-band exchange with the peer failed or was refused.
+    #[error("peer {peer}: {what}")]
+    Peer { peer: String, what: String },
+    /// A wait on the peer (data or control) saw no progress for too long.
+    #[error("timed out after {secs:.1} s waiting for {what} (--timeout)")]
+    Timeout { what: String, secs: f64 },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,127 @@
+//! Everything a person sees: the explanation above a table, the table's rows,
+//! and the progress bar (stderr, only on a terminal, never with --quiet).
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::results::LatencyRecord;
+use crate::spec::{LatencyMode, LatencySpec, VerbKind};
+
+/// What the numbers mean, printed above the table and stored in results.
+pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
+    let verb = spec.verb.name().to_uppercase();
+    let how = match (spec.mode, spec.verb) {
+        (LatencyMode::PingPong, VerbKind::Echo) => {
+            "ECHO: client WRITEs the request (unsignaled, inline when it fits); the server polls its memory and WRITEs the same payload back; clock from ibv_post_send to the echoed last byte seen in client memory; latency = RTT/2".to_string()
+        }
+        (LatencyMode::PingPong, VerbKind::Send) => {
+            "SEND ping-pong: clock from ibv_post_send to the answer's receive completion polled from the CQ; latency = half of each round trip".to_string()
+        }
+        (LatencyMode::PingPong, _) => format!(
+            "{verb} ping-pong: clock from ibv_post_send to the peer's answer seen in memory (last byte polled); latency = half of each round trip"
+        ),
+        (LatencyMode::Completion, _) => format!(
+            "{verb} completion latency: clock from ibv_post_send of a signaled WR to its completion polled from the CQ"
+        ),
+    };
+    format!(
+        "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped",
+        if spec.inline { "inline" } else { "not inline" },
+        spec.transport.name().to_uppercase(),
+        spec.warmup
+    )
+}
+
+pub struct Console {
+    quiet: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Console {
+    pub fn new(quiet: bool, points: u64) -> Self {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(points);
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} points, ETA {eta} {msg}")
+                    .expect("static progress template"),
+            );
+            bar
+        });
+        Self { quiet, bar }
+    }
+
+    /// Prints through the bar (if any) so lines and bar do not tangle.
+    fn line(&self, s: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(s),
+            None => println!("{s}"),
+        }
+    }
+
+    pub fn header(&self, spec: &LatencySpec, device: &str) {
+        if self.quiet {
+            return;
+        }
+        self.line(&format!("# {}", describe_measurement(spec, device)));
+        let ping = spec.mode == LatencyMode::PingPong;
+        self.line(&format!(
+            "{:>10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}{}",
+            "size[B]",
+            "inline",
+            "iters",
+            "min[us]",
+            "p50[us]",
+            "p90[us]",
+            "p99[us]",
+            "p99.9[us]",
+            "max[us]",
+            "mean[us]",
+            "stdev[us]",
+            if ping { "  rtt_p50[us]" } else { "" }
+        ));
+    }
+
+    pub fn row(&self, r: &LatencyRecord) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+        if self.quiet {
+            return;
+        }
+        let us = |ns: f64| ns / 1000.0;
+        let s = &r.stats;
+        let mut line = format!(
+            "{:>10} {:>6} {:>10} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>11.2} {:>10.2} {:>10.2} {:>10.2}",
+            r.size,
+            if r.inline { "yes" } else { "no" },
+            r.iters,
+            us(s.min_ns),
+            us(s.p50_ns),
+            us(s.p90_ns),
+            us(s.p99_ns),
+            us(s.p999_ns),
+            us(s.max_ns),
+            us(s.mean_ns),
+            us(s.stdev_ns)
+        );
+        if let Some(rtt) = r.rtt_p50_ns {
+            line.push_str(&format!("  {:>11.2}", us(rtt)));
+        }
+        if r.verify_failures > 0 {
+            line.push_str(&format!("  VERIFY FAILURES: {}", r.verify_failures));
+        }
+        if let Some(got) = r.server_received {
+            if got != r.sent {
+                line.push_str(&format!("  server saw {got} of {} messages", r.sent));
+            }
+        }
+        self.line(&line);
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! What a results file holds: a self-describing document (tool, command line,
+//! host, device, what the numbers mean) and one record per measured point.
+//! The schema is documented in README.md; bump `SCHEMA_VERSION` on any change
+//! that is not a pure addition.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::LatencyStats;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResultsDoc {
+    pub schema_version: u32,
+    pub tool: String,
+    pub tool_version: String,
+    pub command_line: Vec<String>,
+    pub started_utc: String,
+    /// Loopback (both sides in this process) or the `serve` peer's address.
+    pub peer: String,
+    pub clock: String,
+    pub host: HostInfo,
+    pub device: DeviceInfo,
+    pub results: Vec<LatencyRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub cpu_model: String,
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct DeviceInfo {
+    pub name: String,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub fw_ver: String,
+    pub hw_ver: u32,
+    pub port: u8,
+    pub gid_index: u8,
+    pub gid: String,
+    pub link_layer: String,
+    pub active_mtu: u32,
+    pub speed_gbps: f64,
+    /// Largest inline payload an RC QP was granted (probed by creating QPs).
+    pub max_inline: u32,
+}
+
+/// One latency point. Field names carry units; `metric` says what was timed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct LatencyRecord {
+    pub verb: String,
+    /// `half_rtt` (ping-pong, half of each round trip) or `completion`
+    /// (post of a signaled WR to its completion polled from the CQ).
+    pub metric: String,
+    pub transport: String,
+    pub size: u32,
+    pub inline: bool,
+    pub imm: bool,
+    pub op: Option<String>,
+    /// Samples recorded (iterations after warm-up).
+    pub iters: u64,
+    /// Warm-up iterations run first and dropped.
+    pub warmup_dropped: u64,
+    /// Wall time of the measured iterations.
+    pub elapsed_s: f64,
+    #[serde(flatten)]
+    pub stats: LatencyStats,
+    /// Ping-pong only: the full round trip (what was actually timed).
+    pub rtt_p50_ns: Option<f64>,
+    pub rtt_mean_ns: Option<f64>,
+    /// Messages the client sent that the server had to see (warm-up included).
+    pub sent: u64,
+    /// Messages the server counted; `null` where the server is passive.
+    pub server_received: Option<u64>,
+    /// Atomics: returned values that were not the expected ones.
+    pub verify_failures: u64,
+    /// The raw distribution of `metric`: [value_ns, count] per non-empty
+    /// HdrHistogram bucket, to recompute percentiles or draw a CDF.
+    pub histogram: Vec<(f64, u64)>,
+}
+
+/// CSV columns, in their stable order (`histogram` stays JSON-only).
+pub const CSV_COLUMNS: &[&str] = &[
+    "verb",
+    "metric",
+    "transport",
+    "size",
+    "inline",
+    "imm",
+    "op",
+    "iters",
+    "warmup_dropped",
+    "elapsed_s",
+    "samples",
+    "min_ns",
+    "p50_ns",
+    "p90_ns",
+    "p99_ns",
+    "p999_ns",
+    "p9999_ns",
+    "max_ns",
+    "mean_ns",
+    "stdev_ns",
+    "clamped",
+    "rtt_p50_ns",
+    "rtt_mean_ns",
+    "sent",
+    "server_received",
+    "verify_failures",
+];
+
+impl HostInfo {
+    pub fn current() -> Self {
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let cpu_model = read("/proc/cpuinfo")
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_default();
+        HostInfo {
+            hostname: read("/proc/sys/kernel/hostname"),
+            cpu_model,
+            kernel: read("/proc/sys/kernel/osrelease"),
+        }
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (civil-from-days, no time-zone data needed).
+pub fn utc_timestamp(unix_s: u64) -> String {
+    let days = (unix_s / 86_400) as i64;
+    let secs = unix_s % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+pub fn now_utc() -> String {
+    let s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    utc_timestamp(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_timestamps_are_civil_dates() {
+        assert_eq!(utc_timestamp(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_timestamp(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_timestamp(1_795_000_000), "2026-11-18T11:06:40Z");
+    }
+}

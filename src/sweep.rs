@@ -1,0 +1,92 @@
+//! Sweep lists on the command line: `2,64,1024`, `2..4096` (every power of two
+//! from 2 to 4096, like perftest `-a`), suffixes `k`/`m` (×1024, ×1024²), and
+//! mixtures such as `1..8,100`.
+
+/// Parses a list or power-of-two range of positive integers. The error says
+/// what was wrong, for the caller to prefix with the option name.
+pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(format!("empty item in '{text}'"));
+        }
+        if let Some((lo, hi)) = part.split_once("..") {
+            let hi = hi.strip_prefix('=').unwrap_or(hi);
+            let (lo, hi) = (parse_one(lo)?, parse_one(hi)?);
+            if lo > hi {
+                return Err(format!("range '{part}' runs backwards"));
+            }
+            // Powers of two from the first one ≥ lo; lo itself always starts the range.
+            out.push(lo);
+            let mut v = lo.next_power_of_two();
+            if v == lo {
+                v = v.saturating_mul(2);
+            }
+            while v <= hi && v > lo {
+                out.push(v);
+                if v == u32::MAX {
+                    break;
+                }
+                v = v.saturating_mul(2);
+            }
+            if *out.last().unwrap() != hi && !hi.is_power_of_two() {
+                out.push(hi);
+            }
+        } else {
+            out.push(parse_one(part)?);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|v| seen.insert(*v));
+    Ok(out)
+}
+
+fn parse_one(s: &str) -> Result<u32, String> {
+    let s = s.trim();
+    let (digits, mult) = match s.chars().last() {
+        Some('k' | 'K') => (&s[..s.len() - 1], 1024u64),
+        Some('m' | 'M') => (&s[..s.len() - 1], 1024 * 1024),
+        _ => (s, 1),
+    };
+    let v: u64 = digits
+        .parse()
+        .map_err(|_| format!("'{s}' is not a whole number"))?;
+    let v = v
+        .checked_mul(mult)
+        .filter(|v| *v <= u32::MAX as u64)
+        .ok_or_else(|| format!("'{s}' is too large (limit {})", u32::MAX))?;
+    if v == 0 {
+        return Err(format!("'{s}' must be at least 1"));
+    }
+    Ok(v as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_list;
+
+    #[test]
+    fn lists_ranges_and_suffixes() {
+        assert_eq!(parse_list("2,64,1024").unwrap(), vec![2, 64, 1024]);
+        assert_eq!(
+            parse_list("2..4096").unwrap(),
+            vec![2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+        );
+        assert_eq!(parse_list("3..20").unwrap(), vec![3, 4, 8, 16, 20]);
+        assert_eq!(parse_list("1..=4").unwrap(), vec![1, 2, 4]);
+        assert_eq!(parse_list("4k,1m").unwrap(), vec![4096, 1 << 20]);
+        assert_eq!(parse_list("8..8").unwrap(), vec![8]);
+        assert_eq!(parse_list("64, 2,64").unwrap(), vec![64, 2]);
+    }
+
+    #[test]
+    fn bad_lists_say_why() {
+        assert!(parse_list("").unwrap_err().contains("empty"));
+        assert!(parse_list("0").unwrap_err().contains("at least 1"));
+        assert!(parse_list("ten").unwrap_err().contains("not a whole number"));
+        assert!(parse_list("64..2").unwrap_err().contains("backwards"));
+        assert!(parse_list("5000000k").unwrap_err().contains("too large"));
+        assert!(parse_list("1,,2").unwrap_err().contains("empty"));
+    }
+}

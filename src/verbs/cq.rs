@@ -1,0 +1,162 @@
+//! Completion queues and work completions.
+
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use rdma_mummy_sys as ffi;
+
+use super::device::Context;
+use super::error::{Result, Verb, VerbsError};
+
+pub struct CompletionQueue {
+    raw: *mut ffi::ibv_cq,
+    ctx: Arc<Context>,
+}
+
+// SAFETY: a CQ may be polled from any thread; we poll each CQ from one thread at a time
+// (polling takes `&self` but providers lock internally where needed).
+unsafe impl Send for CompletionQueue {}
+// SAFETY: see Send above.
+unsafe impl Sync for CompletionQueue {}
+
+impl CompletionQueue {
+    pub fn new(ctx: &Arc<Context>, entries: u32) -> Result<Arc<Self>> {
+        // SAFETY: the context is open; no channel, vector 0.
+        let raw = unsafe {
+            ffi::ibv_create_cq(
+                ctx.raw(),
+                entries as i32,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if raw.is_null() {
+            return Err(VerbsError::last_os(
+                Verb::CreateCq,
+                format!("{} ({entries} entries)", ctx.name()),
+            ));
+        }
+        Ok(Arc::new(Self {
+            raw,
+            ctx: ctx.clone(),
+        }))
+    }
+
+    pub(crate) fn raw(&self) -> *mut ffi::ibv_cq {
+        self.raw
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.ctx
+    }
+
+    /// Polls up to `out.len()` completions; returns how many were written.
+    /// Statuses are not checked here: callers check each with `WorkCompletion::ok`.
+    #[inline(always)]
+    pub fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize> {
+        // SAFETY: WorkCompletion is repr(transparent) over ibv_wc, `out` is
+        // writable for `out.len()` entries, and the CQ is alive.
+        let n = unsafe {
+            ffi::ibv_poll_cq(
+                self.raw,
+                out.len() as i32,
+                out.as_mut_ptr().cast::<ffi::ibv_wc>(),
+            )
+        };
+        if n < 0 {
+            return Err(VerbsError::from_code(Verb::PollCq, self.ctx.name(), n));
+        }
+        Ok(n as usize)
+    }
+}
+
+impl Drop for CompletionQueue {
+    fn drop(&mut self) {
+        // SAFETY: QPs using this CQ hold an Arc to it, so none is alive.
+        unsafe { ffi::ibv_destroy_cq(self.raw) };
+    }
+}
+
+/// One completion, as the provider wrote it.
+#[repr(transparent)]
+#[derive(Clone, Copy)]
+pub struct WorkCompletion(ffi::ibv_wc);
+
+impl Default for WorkCompletion {
+    fn default() -> Self {
+        // SAFETY: ibv_wc is plain data; all-zero is a valid (success, wr_id 0) value.
+        Self(unsafe { std::mem::zeroed() })
+    }
+}
+
+impl WorkCompletion {
+    pub fn wr_id(&self) -> u64 {
+        self.0.wr_id
+    }
+
+    pub fn byte_len(&self) -> u32 {
+        self.0.byte_len
+    }
+
+    pub fn qp_num(&self) -> u32 {
+        self.0.qp_num
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.0.status == ffi::ibv_wc_status::IBV_WC_SUCCESS
+    }
+
+    /// Immediate data (host order) when the completion carries one.
+    pub fn imm(&self) -> Option<u32> {
+        (self.0.wc_flags & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0)
+            // SAFETY: with IBV_WC_WITH_IMM set, the union holds the immediate.
+            .then(|| u32::from_be(unsafe { self.0.imm_data_invalidated_rkey_union.imm_data }))
+    }
+
+    pub fn opcode_name(&self) -> &'static str {
+        use ffi::ibv_wc_opcode::*;
+        match self.0.opcode {
+            IBV_WC_SEND => "SEND",
+            IBV_WC_RDMA_WRITE => "RDMA_WRITE",
+            IBV_WC_RDMA_READ => "RDMA_READ",
+            IBV_WC_COMP_SWAP => "COMP_SWAP",
+            IBV_WC_FETCH_ADD => "FETCH_ADD",
+            IBV_WC_RECV => "RECV",
+            IBV_WC_RECV_RDMA_WITH_IMM => "RECV_RDMA_WITH_IMM",
+            _ => "UNKNOWN",
+        }
+    }
+
+    /// Turns an error completion into an error naming status, the verb the
+    /// caller posted (`verb`: error completions carry no valid opcode), QP and WR id.
+    #[inline(always)]
+    pub fn check(&self, verb: &'static str) -> Result<()> {
+        if self.is_success() {
+            Ok(())
+        } else {
+            Err(self.error(verb))
+        }
+    }
+
+    #[cold]
+    fn error(&self, verb: &'static str) -> VerbsError {
+        // SAFETY: ibv_wc_status_str returns a static string for any status value.
+        let name = unsafe {
+            let p = ffi::ibv_wc_status_str(self.0.status);
+            if p.is_null() {
+                "unknown status".to_string()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        VerbsError::WorkCompletion {
+            opcode: verb,
+            qpn: self.0.qp_num,
+            status: self.0.status,
+            status_name: name,
+            vendor_err: self.0.vendor_err,
+            wr_id: self.0.wr_id,
+        }
+    }
+}

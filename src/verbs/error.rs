@@ -1,0 +1,105 @@
+//! One error type for the verbs layer: every failing verb names itself, the
+//! object it acted on, and carries the OS error (or the work-completion status).
+
+use std::fmt;
+use std::io;
+
+/// The verb (or verbs-layer step) that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    GetDeviceList,
+    OpenDevice,
+    QueryDevice,
+    QueryPort,
+    QueryGid,
+    AllocPd,
+    RegMr,
+    CreateCq,
+    CreateQp,
+    ModifyQp,
+    CreateAh,
+    PostSend,
+    PostRecv,
+    PollCq,
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Verb::GetDeviceList => "ibv_get_device_list",
+            Verb::OpenDevice => "ibv_open_device",
+            Verb::QueryDevice => "ibv_query_device",
+            Verb::QueryPort => "ibv_query_port",
+            Verb::QueryGid => "ibv_query_gid_ex",
+            Verb::AllocPd => "ibv_alloc_pd",
+            Verb::RegMr => "ibv_reg_mr",
+            Verb::CreateCq => "ibv_create_cq",
+            Verb::CreateQp => "ibv_create_qp",
+            Verb::ModifyQp => "ibv_modify_qp",
+            Verb::CreateAh => "ibv_create_ah",
+            Verb::PostSend => "ibv_post_send",
+            Verb::PostRecv => "ibv_post_recv",
+            Verb::PollCq => "ibv_poll_cq",
+        };
+        f.write_str(name)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VerbsError {
+    #[error("no RDMA device found (no NIC, and no soft-RoCE device: try `scripts/softroce run -- ...`)")]
+    NoDevice,
+    #[error("RDMA device '{wanted}' not found (available: {available})")]
+    DeviceNotFound { wanted: String, available: String },
+    #[error("{verb} failed on {object}: {source}{hint}")]
+    Call {
+        verb: Verb,
+        object: String,
+        source: io::Error,
+        hint: &'static str,
+    },
+    #[error(
+        "{opcode} work completion failed on QP {qpn}: {status_name} (status {status}, vendor_err {vendor_err:#x}, wr_id {wr_id})"
+    )]
+    WorkCompletion {
+        opcode: &'static str,
+        qpn: u32,
+        status: u32,
+        status_name: String,
+        vendor_err: u32,
+        wr_id: u64,
+    },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl VerbsError {
+    /// Builds a `Call` error from `errno` right after a failed verb.
+    pub fn last_os(verb: Verb, object: impl Into<String>) -> Self {
+        Self::from_os(verb, object, io::Error::last_os_error())
+    }
+
+    /// Builds a `Call` error from a verb that returns the error number itself.
+    pub fn from_code(verb: Verb, object: impl Into<String>, code: i32) -> Self {
+        // Some providers return -errno, others errno: the magnitude is the error.
+        Self::from_os(verb, object, io::Error::from_raw_os_error(code.abs()))
+    }
+
+    fn from_os(verb: Verb, object: impl Into<String>, source: io::Error) -> Self {
+        // Registering memory is what trips the locked-memory limit; say how to fix it.
+        let hint = match (verb, source.raw_os_error()) {
+            (Verb::RegMr, Some(libc::ENOMEM)) | (Verb::RegMr, Some(libc::EPERM)) => {
+                " (the locked-memory limit is too low: raise it with `ulimit -l unlimited`)"
+            }
+            _ => "",
+        };
+        VerbsError::Call {
+            verb,
+            object: object.into(),
+            source,
+            hint,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, VerbsError>;

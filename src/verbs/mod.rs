@@ -1,0 +1,25 @@
+//! Safe wrappers over libibverbs (through `rdma-mummy-sys`). Every `unsafe`
+//! block of the program lives under this module. Each object holds an `Arc` to
+//! its parent, so whatever order handles are dropped in, children are
+//! destroyed before their parents.
+
+mod ah;
+mod cq;
+mod device;
+mod error;
+mod mr;
+mod pd;
+mod qp;
+mod wr;
+
+pub use ah::AddressHandle;
+pub use cq::{CompletionQueue, WorkCompletion};
+pub use device::{
+    default_gid_index, device_names, AtomicCap, Context, DeviceAttr, Gid, GidEntry, GidKind,
+    LinkLayer, PortAttr, PortState,
+};
+pub use error::{Result, Verb, VerbsError};
+pub use mr::{Access, MemoryRegion};
+pub use pd::ProtectionDomain;
+pub use qp::{probe_max_inline, Endpoint, PortConfig, QueuePair, Transport, UD_QKEY};
+pub use wr::{RecvList, SendList, SendOp};
