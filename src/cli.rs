@@ -95,13 +95,23 @@ pub struct TestArgs {
     #[arg(short = 's', long, value_name = "SIZES")]
     pub size: Option<String>,
     /// Measured iterations per size (after warm-up).
-    #[arg(short = 'n', long, default_value_t = 10_000)]
+    #[arg(
+        short = 'n',
+        long,
+        default_value_t = 10_000,
+        allow_negative_numbers = true
+    )]
     pub iters: u64,
     /// Measure each size for this many seconds instead of --iters.
-    #[arg(short = 'D', long, value_name = "SECONDS")]
+    #[arg(
+        short = 'D',
+        long,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     pub duration: Option<f64>,
     /// Iterations run before measuring each size, not recorded.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     pub warmup: u64,
     /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
     #[arg(long)]
@@ -128,6 +138,6 @@ pub struct TestArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Seconds to wait for the peer before giving up.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
 }

@@ -28,7 +28,8 @@ pub enum Error {
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) => 2,
+            // A device name that does not exist is a typo, not a run-time failure.
+            Error::Usage(_) | Error::Verbs(VerbsError::DeviceNotFound { .. }) => 2,
             _ => 1,
         }
     }

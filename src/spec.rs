@@ -183,7 +183,13 @@ impl LatencySpec {
     }
 
     /// Checks against what the device and QP really offer.
-    pub fn validate_device(&self, device: &str, max_inline: u32, ud_mtu: u32, atomics: bool) -> Result<()> {
+    pub fn validate_device(
+        &self,
+        device: &str,
+        max_inline: u32,
+        ud_mtu: u32,
+        atomics: bool,
+    ) -> Result<()> {
         if self.inline && self.max_size() > max_inline {
             return Err(Error::usage(format!(
                 "--inline --size {}: exceeds the max_inline of {device} ({max_inline})",
@@ -285,7 +291,10 @@ mod tests {
         s.transport = Transport::Ud;
         s.sizes = vec![2048];
         let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
-        assert_eq!(e.to_string(), "--size 2048 exceeds the UD MTU of rxe0 (1024)");
+        assert_eq!(
+            e.to_string(),
+            "--size 2048 exceeds the UD MTU of rxe0 (1024)"
+        );
         assert_eq!(e.exit_code(), 2);
         let mut s = spec(VerbKind::Write);
         s.inline = true;

@@ -84,7 +84,9 @@ mod tests {
     fn bad_lists_say_why() {
         assert!(parse_list("").unwrap_err().contains("empty"));
         assert!(parse_list("0").unwrap_err().contains("at least 1"));
-        assert!(parse_list("ten").unwrap_err().contains("not a whole number"));
+        assert!(parse_list("ten")
+            .unwrap_err()
+            .contains("not a whole number"));
         assert!(parse_list("64..2").unwrap_err().contains("backwards"));
         assert!(parse_list("5000000k").unwrap_err().contains("too large"));
         assert!(parse_list("1,,2").unwrap_err().contains("empty"));

@@ -88,7 +88,13 @@ fn recv_marker_at(side: &Side, size: u32) -> usize {
 }
 
 /// Builds the one-WR list a side posts for `spec` at `size`.
-fn build_wr(side: &Side, spec: &LatencySpec, size: u32, remote: &Endpoint, echo_from_recv: bool) -> SendList {
+fn build_wr(
+    side: &Side,
+    spec: &LatencySpec,
+    size: u32,
+    remote: &Endpoint,
+    echo_from_recv: bool,
+) -> SendList {
     let mut wr = SendList::new(1);
     let (remote_addr, rkey) = (remote.addr, remote.rkey);
     let op = match (spec.verb, spec.op) {
@@ -226,7 +232,11 @@ pub fn client_point(
                 } else {
                     let mr = &side.mr;
                     patience.wait(
-                        || format!("the answer to iteration {k} on QP {qpn} (peer stopped writing?)"),
+                        || {
+                            format!(
+                                "the answer to iteration {k} on QP {qpn} (peer stopped writing?)"
+                            )
+                        },
                         || Ok((mr.read_u8(recv_marker) == m).then_some(())),
                     )?;
                     let t1 = clock.now();

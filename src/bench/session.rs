@@ -183,8 +183,9 @@ pub fn serve_client(
                 side.mr.fill(side.recv_offset(), side.slot, 0);
                 side.mr.fill(side.send_offset(), side.slot, 0);
                 ctl.send(&Message::Ready { index })?;
-                let received =
-                    server_point(&mut side, &spec, size, index, &endpoint, clock, ctl, &mut recvs)?;
+                let received = server_point(
+                    &mut side, &spec, size, index, &endpoint, clock, ctl, &mut recvs,
+                )?;
                 ctl.send(&Message::Finished { index, received })?;
             }
             Message::Bye => return Ok(()),

@@ -79,7 +79,11 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
                 p.port, pa.state, pa.link_layer, pa.active_mtu, pa.speed_gbps, pa.lid
             );
             for g in &p.gids {
-                let v4 = g.gid.ipv4().map(|ip| format!(" ({ip})")).unwrap_or_default();
+                let v4 = g
+                    .gid
+                    .ipv4()
+                    .map(|ip| format!(" ({ip})"))
+                    .unwrap_or_default();
                 println!("    gid[{}] {:?} {}{}", g.index, g.kind, g.gid, v4);
             }
         }

@@ -129,7 +129,8 @@ fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
         peer: with_port,
         what: format!(
             "cannot connect: {} (is `rdma-bench serve` running there?)",
-            last.map(|e| e.to_string()).unwrap_or_else(|| "no address".into())
+            last.map(|e| e.to_string())
+                .unwrap_or_else(|| "no address".into())
         ),
     })
 }

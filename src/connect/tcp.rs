@@ -55,9 +55,7 @@ pub fn decode(body: &[u8]) -> std::result::Result<Message, String> {
 pub fn frame_len(header: [u8; 4]) -> std::result::Result<usize, String> {
     let len = u32::from_be_bytes(header) as usize;
     if len == 0 || len > MAX_FRAME {
-        return Err(format!(
-            "frame of {len} bytes refused (limit {MAX_FRAME})"
-        ));
+        return Err(format!("frame of {len} bytes refused (limit {MAX_FRAME})"));
     }
     Ok(len)
 }

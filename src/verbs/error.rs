@@ -47,7 +47,9 @@ impl fmt::Display for Verb {
 
 #[derive(Debug, thiserror::Error)]
 pub enum VerbsError {
-    #[error("no RDMA device found (no NIC, and no soft-RoCE device: try `scripts/softroce run -- ...`)")]
+    #[error(
+        "no RDMA device found (no NIC, and no soft-RoCE device: try `scripts/softroce run -- ...`)"
+    )]
     NoDevice,
     #[error("RDMA device '{wanted}' not found (available: {available})")]
     DeviceNotFound { wanted: String, available: String },

@@ -248,7 +248,8 @@ impl QueuePair {
             attr.dest_qp_num = remote.qpn;
             attr.rq_psn = remote.psn;
             attr.ah_attr = ah_attr(port, remote);
-            mask |= m::IBV_QP_AV.0 | m::IBV_QP_PATH_MTU.0 | m::IBV_QP_DEST_QPN.0 | m::IBV_QP_RQ_PSN.0;
+            mask |=
+                m::IBV_QP_AV.0 | m::IBV_QP_PATH_MTU.0 | m::IBV_QP_DEST_QPN.0 | m::IBV_QP_RQ_PSN.0;
             if self.transport == Transport::Rc {
                 // 16 outstanding READs/atomics like perftest; min RNR timer 12 (0.64 ms).
                 attr.max_dest_rd_atomic = 16;

@@ -27,13 +27,34 @@ unsafe impl Send for SendList {}
 /// What a send WR does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendOp {
-    Write { remote_addr: u64, rkey: u32 },
-    WriteImm { remote_addr: u64, rkey: u32, imm: u32 },
-    Read { remote_addr: u64, rkey: u32 },
+    Write {
+        remote_addr: u64,
+        rkey: u32,
+    },
+    WriteImm {
+        remote_addr: u64,
+        rkey: u32,
+        imm: u32,
+    },
+    Read {
+        remote_addr: u64,
+        rkey: u32,
+    },
     Send,
-    SendImm { imm: u32 },
-    FetchAdd { remote_addr: u64, rkey: u32, add: u64 },
-    CompareSwap { remote_addr: u64, rkey: u32, compare: u64, swap: u64 },
+    SendImm {
+        imm: u32,
+    },
+    FetchAdd {
+        remote_addr: u64,
+        rkey: u32,
+        add: u64,
+    },
+    CompareSwap {
+        remote_addr: u64,
+        rkey: u32,
+        compare: u64,
+        swap: u64,
+    },
 }
 
 impl SendList {

@@ -1,0 +1,72 @@
+//! Host-side tests of the command line: bad input is refused with exit code
+//! 2, one line naming the option, and no panic. No device is needed: every
+//! case here is refused before a verbs object is created.
+
+mod common;
+use common::{run, text};
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_option() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["write", "--size", "0"], "--size"),
+        (&["write", "--size", "abc"], "--size"),
+        (&["write", "--size", "64..2"], "--size"),
+        (&["write", "--size", "2,,4"], "--size"),
+        (&["write", "--iters", "0"], "--iters"),
+        (&["write", "--iters", "-5"], "--iters"),
+        (&["write", "--transport", "xx"], "--transport"),
+        (&["write", "-c", "ud"], "--transport ud"),
+        (&["read", "-c", "uc"], "--transport uc"),
+        (&["atomic", "-c", "uc", "--op", "fadd"], "--transport uc"),
+        (&["read", "--inline"], "--inline"),
+        (&["atomic", "--op", "fadd", "--inline"], "--inline"),
+        (&["atomic", "--op", "cas", "--size", "64"], "--size 64"),
+        (&["atomic"], "--op"),
+        (&["write", "--op", "fadd"], "--op"),
+        (&["echo", "--imm"], "--imm"),
+        (&["read", "--imm"], "--imm"),
+        (&["write", "--imm"], "--imm"),
+        (&["echo", "--completion"], "--completion"),
+        (&["write", "--timeout", "0"], "--timeout"),
+        (&["write", "--duration", "0"], "--duration"),
+        (&["write", "--duration", "1", "--iters", "5"], "--duration"),
+        (&["write", "--size", "2g"], "--size"),
+        (&["write", "--warmup", "x"], "--warmup"),
+        (&["write", "--ib-port", "300"], "--ib-port"),
+        (&["serve", "--max-clients", "0"], "--max-clients"),
+        (&["bogus"], "bogus"),
+        (
+            &["write", "--json", "/nonexistent-dir/x.json"],
+            "/nonexistent-dir",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: '{stderr}' lacks '{needle}'"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    }
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let (stdout, _) = text(&out);
+    for verb in [
+        "devices", "serve", "read", "write", "send", "echo", "atomic",
+    ] {
+        assert!(stdout.contains(verb), "help lacks {verb}");
+    }
+    assert_eq!(run(&["--version"]).status.code(), Some(0));
+}

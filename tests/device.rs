@@ -1,0 +1,403 @@
+//! Tests against a real verbs device (soft-RoCE in CI): `scripts/test` runs
+//! them inside `scripts/softroce run` with `--ignored`. They are ignored in a
+//! plain `cargo test` because the host has no device, and each one FAILS,
+//! never skips, when `RDMA_BENCH_DEVICE` names no usable device.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{bin, read_json, run, scratch, text};
+use rdma_bench::results::ResultsDoc;
+use rdma_bench::verbs::{Context, PortState};
+
+/// The device under test; a missing one is a failure, loudly.
+fn device() -> String {
+    match std::env::var("RDMA_BENCH_DEVICE") {
+        Ok(d) if !d.is_empty() => d,
+        _ => panic!(
+            "RDMA_BENCH_DEVICE is not set: device tests must run under `scripts/softroce run` (or on a host with an RDMA NIC)"
+        ),
+    }
+}
+
+fn ipv4() -> String {
+    std::env::var("RDMA_BENCH_IPV4").expect("RDMA_BENCH_IPV4 names the device's IPv4 address")
+}
+
+/// Runs a latency test and returns its parsed JSON results (and CSV text).
+fn latency(name: &str, args: &[&str]) -> (ResultsDoc, String) {
+    let dir = scratch(name);
+    let json = dir.join("r.json");
+    let csv = dir.join("r.csv");
+    let dev = device();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend_from_slice(&[
+        "-d",
+        &dev,
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let out = run(&all);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        out.status.success(),
+        "{args:?} failed ({:?}): {stderr}{stdout}",
+        out.status
+    );
+    let doc: ResultsDoc =
+        serde_json::from_value(read_json(&json)).expect("results match the schema");
+    let csv_text = std::fs::read_to_string(&csv).expect("CSV written");
+    (doc, csv_text)
+}
+
+/// Common checks: one record per size, in order, all measured, sane figures.
+fn check_points(doc: &ResultsDoc, csv: &str, sizes: &[u32], iters: u64) {
+    assert_eq!(doc.schema_version, 1);
+    assert_eq!(doc.device.name, device());
+    let got: Vec<u32> = doc.results.iter().map(|r| r.size).collect();
+    assert_eq!(got, sizes, "one record per size");
+    for r in &doc.results {
+        assert_eq!(r.iters, iters, "{r:?}");
+        assert_eq!(r.stats.samples, iters);
+        assert!(r.stats.min_ns > 0.0 && r.stats.min_ns <= r.stats.p50_ns);
+        assert!(r.stats.p50_ns <= r.stats.p99_ns && r.stats.p99_ns <= r.stats.max_ns);
+        assert_eq!(r.verify_failures, 0, "{r:?}");
+        if let Some(seen) = r.server_received {
+            assert_eq!(seen, r.sent, "server saw every message: {r:?}");
+        }
+        let hist_total: u64 = r.histogram.iter().map(|b| b.1).sum();
+        assert_eq!(hist_total, iters, "histogram holds every sample");
+    }
+    // Header plus one row per record.
+    assert_eq!(csv.lines().count(), sizes.len() + 1, "{csv}");
+}
+
+fn pow2(lo: u32, hi: u32) -> Vec<u32> {
+    (0..32)
+        .map(|i| 1u32 << i)
+        .filter(|v| *v >= lo && *v <= hi)
+        .collect()
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn device_port_is_active() {
+    let ctx = Context::open(&device()).expect("device opens");
+    let port = ctx.query_port(1).expect("port 1 queries");
+    assert_eq!(port.state, PortState::Active);
+    assert!(port.active_mtu >= 256);
+    assert!(!ctx.gid_table(1).unwrap().is_empty(), "has a GID");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn devices_reports_inline_and_atomics() {
+    let out = run(&["devices", "--json"]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dev = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == device().as_str())
+        .expect("device listed");
+    let max_inline = dev["max_inline"].as_u64().unwrap();
+    assert!(max_inline >= 256, "max_inline {max_inline}");
+    assert_ne!(dev["atomic_cap"], "none");
+    assert_eq!(dev["ports"][0]["state"], "active");
+    let table = run(&["devices"]);
+    assert!(text(&table)
+        .0
+        .contains(&format!("max_inline {max_inline} B")));
+}
+
+const ITERS: u64 = 300;
+const ITERS_S: &str = "300";
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn write_pingpong_sizes_2_to_4096() {
+    let (doc, csv) = latency(
+        "write",
+        &["write", "-s", "2..4096", "-n", ITERS_S, "--warmup", "50"],
+    );
+    check_points(&doc, &csv, &pow2(2, 4096), ITERS);
+    assert!(doc
+        .results
+        .iter()
+        .all(|r| r.metric == "half_rtt" && !r.inline));
+    let r = &doc.results[0];
+    let rtt = r.rtt_p50_ns.unwrap();
+    assert!(
+        (r.stats.p50_ns * 2.0 - rtt).abs() <= rtt * 0.01,
+        "half-RTT is half the RTT"
+    );
+    assert_eq!(r.warmup_dropped, 50);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn write_inline_up_to_max_inline_and_refused_above() {
+    let (doc, csv) = latency(
+        "winl",
+        &["write", "--inline", "-s", "2..512", "-n", ITERS_S],
+    );
+    check_points(&doc, &csv, &pow2(2, 512), ITERS);
+    assert!(doc.results.iter().all(|r| r.inline));
+    let out = run(&["write", "--inline", "-s", "4096", "-d", &device()]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("max_inline"), "{stderr}");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn completion_latency_of_write_read_send() {
+    for (verb, extra) in [
+        ("write", "--completion"),
+        ("send", "--completion"),
+        ("read", ""),
+    ] {
+        let mut args = vec![verb, "-s", "2..4096", "-n", ITERS_S];
+        if !extra.is_empty() {
+            args.push(extra);
+        }
+        let (doc, csv) = latency(verb, &args);
+        check_points(&doc, &csv, &pow2(2, 4096), ITERS);
+        assert!(
+            doc.results.iter().all(|r| r.metric == "completion"),
+            "{verb}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn send_pingpong_plain_imm_and_transports() {
+    let (doc, csv) = latency("send", &["send", "-s", "2..4096", "-n", ITERS_S]);
+    check_points(&doc, &csv, &pow2(2, 4096), ITERS);
+    assert!(doc
+        .results
+        .iter()
+        .all(|r| r.server_received == Some(r.sent)));
+    let (doc, csv) = latency(
+        "sendimm",
+        &["send", "--imm", "-s", "2,64,1024", "-n", ITERS_S],
+    );
+    check_points(&doc, &csv, &[2, 64, 1024], ITERS);
+    assert!(doc.results.iter().all(|r| r.imm));
+    let (doc, csv) = latency(
+        "senduc",
+        &["send", "-c", "uc", "-s", "2,64,1024", "-n", ITERS_S],
+    );
+    check_points(&doc, &csv, &[2, 64, 1024], ITERS);
+    let (doc, csv) = latency(
+        "sendud",
+        &["send", "-c", "ud", "-s", "2..1024", "-n", ITERS_S],
+    );
+    check_points(&doc, &csv, &pow2(2, 1024), ITERS);
+    assert!(doc.results.iter().all(|r| r.transport == "ud"));
+    let out = run(&["send", "-c", "ud", "-s", "2048", "-d", &device()]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("exceeds the UD MTU"), "{stderr}");
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn write_over_uc_and_echo() {
+    let (doc, csv) = latency(
+        "writeuc",
+        &["write", "-c", "uc", "-s", "2,64,1024", "-n", ITERS_S],
+    );
+    check_points(&doc, &csv, &[2, 64, 1024], ITERS);
+    let (doc, csv) = latency("echo", &["echo", "-s", "2..4096", "-n", ITERS_S]);
+    check_points(&doc, &csv, &pow2(2, 4096), ITERS);
+    let max_inline = doc.device.max_inline;
+    for r in &doc.results {
+        assert_eq!(
+            r.inline,
+            r.size <= max_inline,
+            "echo inlines when it fits: {r:?}"
+        );
+        assert!(r.rtt_p50_ns.is_some());
+    }
+    let (doc, csv) = latency("echouc", &["echo", "-c", "uc", "-s", "64", "-n", ITERS_S]);
+    check_points(&doc, &csv, &[64], ITERS);
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn atomics_verify_their_results() {
+    for op in ["fadd", "cas"] {
+        let (doc, csv) = latency(op, &["atomic", "--op", op, "-n", ITERS_S]);
+        check_points(&doc, &csv, &[8], ITERS);
+        assert_eq!(doc.results[0].op.as_deref(), Some(op));
+        assert_eq!(doc.results[0].verify_failures, 0);
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn duration_mode_measures_for_the_time_given() {
+    let (doc, _) = latency("dur", &["write", "-s", "64", "-D", "0.5", "--warmup", "10"]);
+    let r = &doc.results[0];
+    assert!(r.iters > 0);
+    assert!(r.elapsed_s >= 0.5 && r.elapsed_s < 5.0, "{r:?}");
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server(port: u16) -> Server {
+    let child = Command::new(bin())
+        .args([
+            "serve",
+            "-d",
+            &device(),
+            "--bind",
+            &ipv4(),
+            "--port",
+            &port.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("serve starts");
+    // Wait until it listens.
+    let start = Instant::now();
+    while std::net::TcpStream::connect((ipv4().as_str(), port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Server(child)
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn two_processes_and_a_second_client() {
+    let _server = start_server(18601);
+    let target = format!("{}:18601", ipv4());
+    let (doc, csv) = latency(
+        "remote1",
+        &[
+            "write",
+            "--connect",
+            &target,
+            "-s",
+            "2,64,1024",
+            "-n",
+            ITERS_S,
+        ],
+    );
+    check_points(&doc, &csv, &[2, 64, 1024], ITERS);
+    assert_eq!(doc.peer, target);
+    // The server keeps serving: a second client, another verb.
+    let (doc, csv) = latency(
+        "remote2",
+        &["send", "--connect", &target, "-s", "64", "-n", ITERS_S],
+    );
+    check_points(&doc, &csv, &[64], ITERS);
+    let (doc, csv) = latency(
+        "remote3",
+        &[
+            "atomic",
+            "--op",
+            "fadd",
+            "--connect",
+            &target,
+            "-n",
+            ITERS_S,
+        ],
+    );
+    check_points(&doc, &csv, &[8], ITERS);
+}
+
+/// perftest's t_typical (median) in µs from ib_write_lat's table.
+fn perftest_typical_us(out: &str, size: u32) -> f64 {
+    for line in out.lines() {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() >= 5
+            && cols[0] == size.to_string()
+            && cols[1].chars().all(|c| c.is_ascii_digit())
+        {
+            // #bytes #iterations t_min t_max t_typical ...
+            return cols[4].parse().expect("t_typical is a number");
+        }
+    }
+    panic!("no result row for {size} B in ib_write_lat output:\n{out}");
+}
+
+#[test]
+#[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
+fn write_half_rtt_agrees_with_perftest_within_2x() {
+    let dev = device();
+    let gid = {
+        let (doc, _) = latency("gid", &["write", "-s", "64", "-n", "10"]);
+        doc.device.gid_index.to_string()
+    };
+    let iters = "2000";
+    let mut server = Command::new("ib_write_lat")
+        .args([
+            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18602",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ib_write_lat (perftest) is installed");
+    std::thread::sleep(Duration::from_secs(3));
+    let client = Command::new("ib_write_lat")
+        .args([
+            "-d",
+            &dev,
+            "-x",
+            &gid,
+            "-s",
+            "64",
+            "-n",
+            iters,
+            "-p",
+            "18602",
+            &ipv4(),
+        ])
+        .output()
+        .expect("ib_write_lat client runs");
+    let _ = server.wait();
+    let (pt_out, pt_err) = text(&client);
+    assert!(
+        client.status.success(),
+        "ib_write_lat failed: {pt_err}{pt_out}"
+    );
+    let perftest = perftest_typical_us(&pt_out, 64);
+
+    let _server = start_server(18603);
+    let target = format!("{}:18603", ipv4());
+    let (doc, _) = latency(
+        "vsperf",
+        &["write", "--connect", &target, "-s", "64", "-n", iters],
+    );
+    let ours = doc.results[0].stats.p50_ns / 1000.0;
+    eprintln!(
+        "MEASURED: 64 B WRITE half-RTT p50: rdma-bench {ours:.2} us, perftest ib_write_lat t_typical {perftest:.2} us, ratio {:.2}",
+        ours / perftest
+    );
+    let ratio = ours / perftest;
+    assert!(
+        (0.5..=2.0).contains(&ratio),
+        "rdma-bench {ours} us vs perftest {perftest} us"
+    );
+}
