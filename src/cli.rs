@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
-use crate::spec::AtomicOp;
+use crate::spec::{AtomicOp, EchoVerb};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -77,13 +77,6 @@ pub struct ServeArgs {
     pub timeout: f64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TransportArg {
-    Rc,
-    Uc,
-    Ud,
-}
-
 #[derive(Debug, Args)]
 pub struct TestArgs {
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
@@ -116,9 +109,9 @@ pub struct TestArgs {
     /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
     #[arg(long)]
     pub inline: bool,
-    /// Transport: rc, uc (write, send, echo) or ud (send).
-    #[arg(short = 'c', long, value_enum, default_value_t = TransportArg::Rc)]
-    pub transport: TransportArg,
+    /// Transport: rc, uc (write, send, echo) or ud (send); throughput takes a list (rc,uc).
+    #[arg(short = 'c', long, default_value = "rc")]
+    pub transport: String,
     /// SEND or WRITE with immediate data.
     #[arg(long)]
     pub imm: bool,
@@ -135,9 +128,45 @@ pub struct TestArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
     /// No table and no progress bar.
-    #[arg(short = 'q', long)]
+    #[arg(long)]
     pub quiet: bool,
     /// Seconds to wait for the peer before giving up.
     #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
+
+    /// Measure throughput instead of latency: inbound or outbound (echo: no value).
+    #[arg(long, value_name = "DIRECTION", num_args = 0..=1, default_missing_value = "")]
+    pub tput: Option<String>,
+    /// Throughput: one signaled WR every S (1 = all signaled); a list sweeps.
+    #[arg(short = 'S', long, value_name = "S", default_value = "64")]
+    pub signal_period: String,
+    /// Throughput: QPs per thread (and per server thread for outbound); a list sweeps.
+    #[arg(short = 'q', long, default_value = "1")]
+    pub qps: String,
+    /// Throughput: WRs chained per ibv_post_send (doorbell batching); a list sweeps.
+    #[arg(long, default_value = "1")]
+    pub postlist: String,
+    /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps.
+    #[arg(long, default_value = "128")]
+    pub window: String,
+    /// Throughput: issuing threads; a list sweeps.
+    #[arg(long, default_value = "1")]
+    pub threads: String,
+    /// Throughput: seconds of warm-up before each point's measured window.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 0.2,
+        allow_negative_numbers = true
+    )]
+    pub warmup_time: f64,
+    /// Echo throughput: request verb.
+    #[arg(long, value_enum, default_value_t = EchoVerb::Write)]
+    pub req: EchoVerb,
+    /// Echo throughput: response verb.
+    #[arg(long, value_enum, default_value_t = EchoVerb::Send)]
+    pub resp: EchoVerb,
+    /// Throughput with --connect: this many client processes start and stop together.
+    #[arg(long, default_value_t = 1)]
+    pub group: u32,
 }

@@ -5,8 +5,8 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::results::LatencyRecord;
-use crate::spec::{LatencyMode, LatencySpec, VerbKind};
+use crate::results::{LatencyRecord, TputRecord};
+use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
 
 /// What the numbers mean, printed above the table and stored in results.
 pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
@@ -31,6 +31,41 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
         spec.transport.name().to_uppercase(),
         spec.warmup
     )
+}
+
+/// What a throughput table's numbers are.
+pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
+    let verb = spec.verb.name().to_uppercase();
+    let how = match spec.direction {
+        Direction::Inbound => format!(
+            "inbound {verb}: client threads issue at one server{}",
+            if spec.verb == VerbKind::Send {
+                ", which posts receives in batches and counts arrivals"
+            } else {
+                " whose CPU stays passive"
+            }
+        ),
+        Direction::Outbound => format!("outbound {verb}: the server issues to every client QP, round-robin"),
+        Direction::Echo => format!(
+            "echo: clients keep --window requests in flight per QP ({} request, {} response); the server answers each; ops = completed round trips",
+            match spec.req {
+                EchoVerb::Write => "WRITE",
+                EchoVerb::Send => "SEND",
+            },
+            match spec.resp {
+                EchoVerb::Write => "WRITE",
+                EchoVerb::Send => "UD SEND",
+            }
+        ),
+    };
+    let window = match spec.iters {
+        Some(n) => format!("{n} WRs per QP, timed from start to last completion"),
+        None => format!(
+            "{:.2} s measured per point after {:.2} s warm-up; ops counted from signaled completions",
+            spec.duration_s, spec.warmup_s
+        ),
+    };
+    format!("{how}; {window}; on {device}")
 }
 
 pub struct Console {
@@ -115,6 +150,64 @@ impl Console {
             if got != r.sent {
                 line.push_str(&format!("  server saw {got} of {} messages", r.sent));
             }
+        }
+        self.line(&line);
+    }
+
+    /// A one-line remark above the table (skipped points and the like).
+    pub fn note(&self, s: &str) {
+        if !self.quiet {
+            self.line(&format!("# note: {s}"));
+        }
+    }
+
+    pub fn tput_header(&self, spec: &TputSpec, device: &str) {
+        if self.quiet {
+            return;
+        }
+        self.line(&format!("# {}", describe_tput(spec, device)));
+        self.line(&format!(
+            "{:>4} {:>8} {:>6} {:>5} {:>8} {:>7} {:>7} {:>10} {:>9} {:>12} {:>12} {:>8}",
+            "tr",
+            "size[B]",
+            "S",
+            "qps",
+            "postlist",
+            "window",
+            "threads",
+            "Mops",
+            "Gb/s",
+            "sent",
+            "received",
+            "lost"
+        ));
+    }
+
+    pub fn tput_row(&self, r: &TputRecord) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+        if self.quiet {
+            return;
+        }
+        let opt = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+        let mut line = format!(
+            "{:>4} {:>8} {:>6} {:>5} {:>8} {:>7} {:>7} {:>10.4} {:>9.3} {:>12} {:>12} {:>8}",
+            r.transport,
+            r.size,
+            r.signal_period,
+            r.qps,
+            r.postlist,
+            r.window,
+            r.threads,
+            r.mops,
+            r.gbps,
+            r.sent,
+            opt(r.received),
+            opt(r.lost)
+        );
+        if let Some(agg) = r.aggregate_mops {
+            line.push_str(&format!("  group of {}: {:.4} Mops", r.group_clients, agg));
         }
         self.line(&line);
     }

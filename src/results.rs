@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::tput::{ClientFigure, ThreadFigure};
 use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -21,7 +22,76 @@ pub struct ResultsDoc {
     pub clock: String,
     pub host: HostInfo,
     pub device: DeviceInfo,
-    pub results: Vec<LatencyRecord>,
+    pub results: Vec<Record>,
+}
+
+/// One measured point of either kind.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Record {
+    Latency(LatencyRecord),
+    Throughput(TputRecord),
+}
+
+impl ResultsDoc {
+    pub fn latency(&self) -> impl Iterator<Item = &LatencyRecord> {
+        self.results.iter().filter_map(|r| match r {
+            Record::Latency(l) => Some(l),
+            _ => None,
+        })
+    }
+
+    pub fn throughput(&self) -> impl Iterator<Item = &TputRecord> {
+        self.results.iter().filter_map(|r| match r {
+            Record::Throughput(t) => Some(t),
+            _ => None,
+        })
+    }
+}
+
+/// One throughput point. Ops are counted from signaled completions inside the
+/// measured window (warm-up excluded), so a count may trail by < S per QP.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TputRecord {
+    pub verb: String,
+    /// `inbound`, `outbound` or `echo`.
+    pub direction: String,
+    pub transport: String,
+    pub size: u32,
+    pub inline: bool,
+    pub imm: bool,
+    pub op: Option<String>,
+    /// Echo only: request and response verbs.
+    pub req: Option<String>,
+    pub resp: Option<String>,
+    pub signal_period: u32,
+    pub qps: u32,
+    pub postlist: u32,
+    pub window: u32,
+    pub threads: u32,
+    pub warmup_s: f64,
+    /// Operations (echo: round trips) completed in the measured window.
+    pub ops: u64,
+    pub elapsed_s: f64,
+    /// Million operations per second: the sum of each thread's ops / its window.
+    pub mops: f64,
+    /// Payload rate (echo: request payload once per round trip).
+    pub gbps: f64,
+    pub mib_s: f64,
+    /// WRs (echo: requests) posted, warm-up and drain included.
+    pub sent: u64,
+    /// Messages the receiving side counted (SEND, echo); `null` where it is passive.
+    pub received: Option<u64>,
+    /// `sent - received` where a receiver counts (UD may drop; RC/UC should not).
+    pub lost: Option<u64>,
+    /// Echo: responses the client received.
+    pub responses: Option<u64>,
+    pub per_thread: Vec<ThreadFigure>,
+    pub per_qp_ops: Vec<u64>,
+    /// With `--group N`: every client's figure and their sum.
+    pub group_clients: u32,
+    pub aggregate_mops: Option<f64>,
+    pub clients: Vec<ClientFigure>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -82,7 +152,37 @@ pub struct LatencyRecord {
     pub histogram: Vec<(f64, u64)>,
 }
 
-/// CSV columns, in their stable order (`histogram` stays JSON-only).
+/// CSV columns of throughput records, in their stable order (lists stay JSON-only).
+pub const TPUT_CSV_COLUMNS: &[&str] = &[
+    "verb",
+    "direction",
+    "transport",
+    "size",
+    "inline",
+    "imm",
+    "op",
+    "req",
+    "resp",
+    "signal_period",
+    "qps",
+    "postlist",
+    "window",
+    "threads",
+    "warmup_s",
+    "ops",
+    "elapsed_s",
+    "mops",
+    "gbps",
+    "mib_s",
+    "sent",
+    "received",
+    "lost",
+    "responses",
+    "group_clients",
+    "aggregate_mops",
+];
+
+/// CSV columns of latency records, in their stable order (`histogram` stays JSON-only).
 pub const CSV_COLUMNS: &[&str] = &[
     "verb",
     "metric",

@@ -303,3 +303,479 @@ mod tests {
         assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
     }
 }
+
+/// Which way throughput flows (HERD's three experiments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Clients issue the verb at one server.
+    Inbound,
+    /// The server issues the verb to every client QP, round-robin.
+    Outbound,
+    /// Clients send requests, the server answers each.
+    Echo,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Inbound => "inbound",
+            Direction::Outbound => "outbound",
+            Direction::Echo => "echo",
+        }
+    }
+}
+
+/// Request or response verb of an echo throughput run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EchoVerb {
+    Write,
+    Send,
+}
+
+/// One point of a throughput sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TputPoint {
+    pub transport: Transport,
+    pub size: u32,
+    /// One signaled WR every `signal_period` (1 = all signaled).
+    pub signal_period: u32,
+    /// QPs per issuing thread.
+    pub qps: u32,
+    /// WRs chained per `ibv_post_send` (doorbell batching).
+    pub postlist: u32,
+    /// Outstanding WRs (echo: requests) per QP.
+    pub window: u32,
+    pub threads: u32,
+}
+
+impl TputPoint {
+    /// Send-queue depth an issuing QP needs: room for the window and for two
+    /// signaling periods of unreaped WRs.
+    pub fn sq_depth(&self) -> u32 {
+        self.window.max(2 * self.signal_period).max(self.postlist)
+    }
+
+    pub fn total_qps(&self) -> u32 {
+        self.qps * self.threads
+    }
+
+    /// Knob values that are fine alone but not together (a sweep skips these points).
+    pub fn combination_conflict(&self) -> Option<String> {
+        if self.postlist > self.signal_period {
+            return Some(format!(
+                "--postlist {} exceeds --signal-period {}",
+                self.postlist, self.signal_period
+            ));
+        }
+        if self.window < self.postlist {
+            return Some(format!(
+                "--window {} is smaller than --postlist {}",
+                self.window, self.postlist
+            ));
+        }
+        None
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TputSpec {
+    pub verb: VerbKind,
+    pub direction: Direction,
+    pub inline: bool,
+    pub imm: bool,
+    pub op: Option<AtomicOp>,
+    /// Echo only: request and response verbs.
+    pub req: EchoVerb,
+    pub resp: EchoVerb,
+    pub points: Vec<TputPoint>,
+    /// Measure this long per point (after `warmup_s`)...
+    pub duration_s: f64,
+    /// ...or, when set, post exactly this many WRs per QP.
+    pub iters: Option<u64>,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    /// Client processes expected to start together at one `serve` (1 = just this one).
+    pub group: u32,
+}
+
+/// Largest QP count, thread count, window and period the tool accepts
+/// (devices may allow less; they are checked separately).
+pub const MAX_QPS: u32 = 4096;
+pub const MAX_THREADS: u32 = 64;
+pub const MAX_WINDOW: u32 = 16384;
+
+impl TputSpec {
+    pub fn max_size(&self) -> u32 {
+        self.points.iter().map(|p| p.size).max().unwrap_or(0)
+    }
+
+    /// Host-side checks of every point, before any verbs object exists.
+    pub fn validate(&self) -> Result<()> {
+        let verb = self.verb.name();
+        if self.points.is_empty() {
+            return Err(Error::usage("no points to measure"));
+        }
+        if self.direction == Direction::Echo {
+            if self.verb != VerbKind::Echo {
+                return Err(Error::usage(format!(
+                    "--tput echo: use `rdma-bench echo --tput`, not {verb}"
+                )));
+            }
+        } else if self.verb == VerbKind::Echo {
+            return Err(Error::usage(
+                "--tput: echo throughput takes no direction (`echo --tput`)",
+            ));
+        }
+        if self.inline && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
+            return Err(Error::usage(format!(
+                "--inline: {verb} carries no outbound payload to inline"
+            )));
+        }
+        if self.imm && self.verb != VerbKind::Send {
+            return Err(Error::usage(format!(
+                "--imm: throughput runs take --imm with send only, not {verb}"
+            )));
+        }
+        if self.op.is_some() != (self.verb == VerbKind::Atomic) {
+            return Err(Error::usage(if self.verb == VerbKind::Atomic {
+                "atomic needs --op fadd|cas".to_string()
+            } else {
+                format!("--op: only atomic takes an operation, not {verb}")
+            }));
+        }
+        if !(self.duration_s > 0.0 && self.duration_s <= 86_400.0) {
+            return Err(Error::usage(format!(
+                "--duration {}: must be between 0 and 86400 seconds",
+                self.duration_s
+            )));
+        }
+        if !(self.warmup_s >= 0.0 && self.warmup_s <= 3600.0) {
+            return Err(Error::usage(format!(
+                "--warmup {}: must be between 0 and 3600 seconds for throughput",
+                self.warmup_s
+            )));
+        }
+        if let Some(n) = self.iters {
+            if n == 0 || n > 1_000_000_000 {
+                return Err(Error::usage(format!("--iters {n}: must be 1..1000000000")));
+            }
+        }
+        if !(self.timeout_s >= 0.1 && self.timeout_s <= 86_400.0) {
+            return Err(Error::usage(format!(
+                "--timeout {}: must be between 0.1 and 86400 seconds",
+                self.timeout_s
+            )));
+        }
+        if self.group == 0 || self.group > 256 {
+            return Err(Error::usage(format!(
+                "--group {}: must be 1..256",
+                self.group
+            )));
+        }
+        for p in &self.points {
+            self.validate_point(p)?;
+        }
+        Ok(())
+    }
+
+    fn validate_point(&self, p: &TputPoint) -> Result<()> {
+        let verb = self.verb.name();
+        let t = p.transport;
+        match (self.verb, t) {
+            (VerbKind::Read | VerbKind::Atomic, Transport::Uc | Transport::Ud) => {
+                return Err(Error::usage(format!(
+                    "--transport {t}: {verb} needs RC (READ and atomics exist only on reliable connections)"
+                )))
+            }
+            (VerbKind::Write, Transport::Ud) => {
+                return Err(Error::usage("--transport ud: write needs RC or UC (UD carries only SEND)"))
+            }
+            _ => {}
+        }
+        if self.direction == Direction::Echo {
+            match (self.req, self.resp, t) {
+                (EchoVerb::Send, EchoVerb::Send, Transport::Ud) => {}
+                (EchoVerb::Send, _, _) | (_, _, Transport::Ud) => {
+                    return Err(Error::usage(format!(
+                        "--req {:?} --resp {:?} -c {t}: echo supports write/send (requests over RC or UC, responses over UD), write/write over RC or UC, and send/send over UD",
+                        self.req, self.resp
+                    ).to_lowercase()))
+                }
+                _ => {}
+            }
+        }
+        if self.verb == VerbKind::Atomic && p.size != ATOMIC_SIZE {
+            return Err(Error::usage(format!(
+                "--size {}: atomics always move {ATOMIC_SIZE} bytes (leave --size out)",
+                p.size
+            )));
+        }
+        if !(MIN_SIZE..=MAX_SIZE).contains(&p.size) {
+            return Err(Error::usage(format!(
+                "--size {}: out of range {MIN_SIZE}..{MAX_SIZE}",
+                p.size
+            )));
+        }
+        if p.qps == 0 || p.qps > MAX_QPS {
+            return Err(Error::usage(format!(
+                "--qps {}: must be 1..{MAX_QPS}",
+                p.qps
+            )));
+        }
+        if p.threads == 0 || p.threads > MAX_THREADS {
+            return Err(Error::usage(format!(
+                "--threads {}: must be 1..{MAX_THREADS}",
+                p.threads
+            )));
+        }
+        if p.total_qps() > MAX_QPS {
+            return Err(Error::usage(format!(
+                "--qps {} x --threads {}: {} QPs exceed the limit of {MAX_QPS}",
+                p.qps,
+                p.threads,
+                p.total_qps()
+            )));
+        }
+        if p.signal_period == 0 || p.signal_period > MAX_WINDOW {
+            return Err(Error::usage(format!(
+                "--signal-period {}: must be 1..{MAX_WINDOW}",
+                p.signal_period
+            )));
+        }
+        if p.postlist == 0 || p.postlist > p.signal_period {
+            return Err(Error::usage(format!(
+                "--postlist {}: must be 1..--signal-period ({})",
+                p.postlist, p.signal_period
+            )));
+        }
+        if p.window == 0 || p.window > MAX_WINDOW {
+            return Err(Error::usage(format!(
+                "--window {}: must be 1..{MAX_WINDOW}",
+                p.window
+            )));
+        }
+        if p.window < p.postlist {
+            return Err(Error::usage(format!(
+                "--window {}: must hold at least one --postlist ({})",
+                p.window, p.postlist
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks each point against what the device offers.
+    pub fn validate_device(&self, dev: &DeviceLimits) -> Result<()> {
+        for p in &self.points {
+            let name = &dev.name;
+            if self.inline && p.size > dev.max_inline {
+                return Err(Error::usage(format!(
+                    "--inline --size {}: exceeds the max_inline of {name} ({})",
+                    p.size, dev.max_inline
+                )));
+            }
+            if p.transport == Transport::Ud && p.size > dev.mtu {
+                return Err(Error::usage(format!(
+                    "--size {} exceeds the UD MTU of {name} ({})",
+                    p.size, dev.mtu
+                )));
+            }
+            if p.sq_depth() > dev.max_qp_wr {
+                return Err(Error::usage(format!(
+                    "--window {} / --signal-period {}: a send queue of {} WRs exceeds max_qp_wr of {name} ({})",
+                    p.window,
+                    p.signal_period,
+                    p.sq_depth(),
+                    dev.max_qp_wr
+                )));
+            }
+            // Both sides of a loopback run live on the device: 2 QPs per pair, plus UD helpers.
+            if 2 * p.total_qps() + 2 > dev.max_qp {
+                return Err(Error::usage(format!(
+                    "--qps {} x --threads {}: needs {} QPs, more than max_qp of {name} ({})",
+                    p.qps,
+                    p.threads,
+                    2 * p.total_qps() + 2,
+                    dev.max_qp
+                )));
+            }
+            if self.verb == VerbKind::Atomic && !dev.atomics {
+                return Err(Error::usage(format!(
+                    "atomic: {name} reports no atomic capability (atomic_cap NONE)"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The device facts validation needs.
+#[derive(Debug, Clone)]
+pub struct DeviceLimits {
+    pub name: String,
+    pub max_inline: u32,
+    pub mtu: u32,
+    pub max_qp_wr: u32,
+    pub max_qp: u32,
+    pub atomics: bool,
+}
+
+/// What a client asks a server to run: a latency or a throughput test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TestSpec {
+    Latency(LatencySpec),
+    Tput(TputSpec),
+}
+
+#[cfg(test)]
+mod tput_tests {
+    use super::*;
+
+    fn point() -> TputPoint {
+        TputPoint {
+            transport: Transport::Rc,
+            size: 64,
+            signal_period: 16,
+            qps: 1,
+            postlist: 1,
+            window: 64,
+            threads: 1,
+        }
+    }
+
+    fn spec(verb: VerbKind, direction: Direction) -> TputSpec {
+        TputSpec {
+            verb,
+            direction,
+            inline: false,
+            imm: false,
+            op: (verb == VerbKind::Atomic).then_some(AtomicOp::Fadd),
+            req: EchoVerb::Write,
+            resp: EchoVerb::Send,
+            points: vec![TputPoint {
+                size: if verb == VerbKind::Atomic { 8 } else { 64 },
+                ..point()
+            }],
+            duration_s: 1.0,
+            iters: None,
+            warmup_s: 0.2,
+            timeout_s: 5.0,
+            group: 1,
+        }
+    }
+
+    fn refused(s: &TputSpec, needle: &str) {
+        let e = s.validate().expect_err("should be refused");
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains(needle), "'{e}' lacks '{needle}'");
+    }
+
+    fn with(mut s: TputSpec, f: impl FnOnce(&mut TputPoint)) -> TputSpec {
+        f(&mut s.points[0]);
+        s
+    }
+
+    #[test]
+    fn valid_tput_specs_pass() {
+        for v in [
+            VerbKind::Read,
+            VerbKind::Write,
+            VerbKind::Send,
+            VerbKind::Atomic,
+        ] {
+            spec(v, Direction::Inbound).validate().unwrap();
+            spec(v, Direction::Outbound).validate().unwrap();
+        }
+        let mut echo = spec(VerbKind::Echo, Direction::Echo);
+        echo.points[0].transport = Transport::Uc;
+        echo.validate().unwrap();
+    }
+
+    #[test]
+    fn tput_combinations_are_refused_naming_the_option() {
+        let s = spec(VerbKind::Write, Direction::Inbound);
+        refused(&with(s.clone(), |p| p.postlist = 32), "--postlist 32");
+        refused(&with(s.clone(), |p| p.window = 0), "--window 0");
+        refused(
+            &with(s.clone(), |p| {
+                p.postlist = 8;
+                p.window = 4
+            }),
+            "--window 4",
+        );
+        refused(&with(s.clone(), |p| p.qps = 0), "--qps 0");
+        refused(&with(s.clone(), |p| p.threads = 100), "--threads 100");
+        refused(
+            &with(s.clone(), |p| p.signal_period = 0),
+            "--signal-period 0",
+        );
+        refused(
+            &with(s.clone(), |p| p.transport = Transport::Ud),
+            "--transport ud",
+        );
+        refused(
+            &with(spec(VerbKind::Read, Direction::Inbound), |p| {
+                p.transport = Transport::Uc
+            }),
+            "--transport uc",
+        );
+        refused(
+            &with(spec(VerbKind::Atomic, Direction::Outbound), |p| p.size = 16),
+            "--size 16",
+        );
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        e.req = EchoVerb::Send;
+        refused(&e, "--req send");
+        let mut w = spec(VerbKind::Write, Direction::Inbound);
+        w.imm = true;
+        refused(&w, "--imm");
+        let mut d = spec(VerbKind::Write, Direction::Inbound);
+        d.duration_s = 0.0;
+        refused(&d, "--duration");
+        let echo_dir = spec(VerbKind::Write, Direction::Echo);
+        refused(&echo_dir, "--tput echo");
+    }
+
+    #[test]
+    fn device_limits_refuse_with_device_and_limit() {
+        let dev = DeviceLimits {
+            name: "rxe0".into(),
+            max_inline: 512,
+            mtu: 1024,
+            max_qp_wr: 1024,
+            max_qp: 64,
+            atomics: true,
+        };
+        let mut s = spec(VerbKind::Send, Direction::Inbound);
+        s.points[0].transport = Transport::Ud;
+        s.points[0].size = 2048;
+        assert_eq!(
+            s.validate_device(&dev).unwrap_err().to_string(),
+            "--size 2048 exceeds the UD MTU of rxe0 (1024)"
+        );
+        let s = with(spec(VerbKind::Write, Direction::Inbound), |p| {
+            p.window = 2048
+        });
+        assert!(s
+            .validate_device(&dev)
+            .unwrap_err()
+            .to_string()
+            .contains("max_qp_wr of rxe0 (1024)"));
+        let s = with(spec(VerbKind::Write, Direction::Inbound), |p| p.qps = 40);
+        assert!(s
+            .validate_device(&dev)
+            .unwrap_err()
+            .to_string()
+            .contains("max_qp of rxe0 (64)"));
+        let mut s = spec(VerbKind::Write, Direction::Inbound);
+        s.inline = true;
+        s.points[0].size = 1024;
+        assert!(s
+            .validate_device(&dev)
+            .unwrap_err()
+            .to_string()
+            .contains("max_inline of rxe0 (512)"));
+    }
+}

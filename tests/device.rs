@@ -59,9 +59,10 @@ fn latency(name: &str, args: &[&str]) -> (ResultsDoc, String) {
 fn check_points(doc: &ResultsDoc, csv: &str, sizes: &[u32], iters: u64) {
     assert_eq!(doc.schema_version, 1);
     assert_eq!(doc.device.name, device());
-    let got: Vec<u32> = doc.results.iter().map(|r| r.size).collect();
+    let got: Vec<u32> = doc.latency().map(|r| r.size).collect();
     assert_eq!(got, sizes, "one record per size");
-    for r in &doc.results {
+    assert_eq!(doc.results.len(), sizes.len(), "only latency records");
+    for r in doc.latency() {
         assert_eq!(r.iters, iters, "{r:?}");
         assert_eq!(r.stats.samples, iters);
         assert!(r.stats.min_ns > 0.0 && r.stats.min_ns <= r.stats.p50_ns);
@@ -127,11 +128,8 @@ fn write_pingpong_sizes_2_to_4096() {
         &["write", "-s", "2..4096", "-n", ITERS_S, "--warmup", "50"],
     );
     check_points(&doc, &csv, &pow2(2, 4096), ITERS);
-    assert!(doc
-        .results
-        .iter()
-        .all(|r| r.metric == "half_rtt" && !r.inline));
-    let r = &doc.results[0];
+    assert!(doc.latency().all(|r| r.metric == "half_rtt" && !r.inline));
+    let r = doc.latency().next().unwrap();
     let rtt = r.rtt_p50_ns.unwrap();
     assert!(
         (r.stats.p50_ns * 2.0 - rtt).abs() <= rtt * 0.01,
@@ -148,7 +146,7 @@ fn write_inline_up_to_max_inline_and_refused_above() {
         &["write", "--inline", "-s", "2..512", "-n", ITERS_S],
     );
     check_points(&doc, &csv, &pow2(2, 512), ITERS);
-    assert!(doc.results.iter().all(|r| r.inline));
+    assert!(doc.latency().all(|r| r.inline));
     let out = run(&["write", "--inline", "-s", "4096", "-d", &device()]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -169,10 +167,7 @@ fn completion_latency_of_write_read_send() {
         }
         let (doc, csv) = latency(verb, &args);
         check_points(&doc, &csv, &pow2(2, 4096), ITERS);
-        assert!(
-            doc.results.iter().all(|r| r.metric == "completion"),
-            "{verb}"
-        );
+        assert!(doc.latency().all(|r| r.metric == "completion"), "{verb}");
     }
 }
 
@@ -181,16 +176,13 @@ fn completion_latency_of_write_read_send() {
 fn send_pingpong_plain_imm_and_transports() {
     let (doc, csv) = latency("send", &["send", "-s", "2..4096", "-n", ITERS_S]);
     check_points(&doc, &csv, &pow2(2, 4096), ITERS);
-    assert!(doc
-        .results
-        .iter()
-        .all(|r| r.server_received == Some(r.sent)));
+    assert!(doc.latency().all(|r| r.server_received == Some(r.sent)));
     let (doc, csv) = latency(
         "sendimm",
         &["send", "--imm", "-s", "2,64,1024", "-n", ITERS_S],
     );
     check_points(&doc, &csv, &[2, 64, 1024], ITERS);
-    assert!(doc.results.iter().all(|r| r.imm));
+    assert!(doc.latency().all(|r| r.imm));
     let (doc, csv) = latency(
         "senduc",
         &["send", "-c", "uc", "-s", "2,64,1024", "-n", ITERS_S],
@@ -201,7 +193,7 @@ fn send_pingpong_plain_imm_and_transports() {
         &["send", "-c", "ud", "-s", "2..1024", "-n", ITERS_S],
     );
     check_points(&doc, &csv, &pow2(2, 1024), ITERS);
-    assert!(doc.results.iter().all(|r| r.transport == "ud"));
+    assert!(doc.latency().all(|r| r.transport == "ud"));
     let out = run(&["send", "-c", "ud", "-s", "2048", "-d", &device()]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -219,7 +211,7 @@ fn write_over_uc_and_echo() {
     let (doc, csv) = latency("echo", &["echo", "-s", "2..4096", "-n", ITERS_S]);
     check_points(&doc, &csv, &pow2(2, 4096), ITERS);
     let max_inline = doc.device.max_inline;
-    for r in &doc.results {
+    for r in doc.latency() {
         assert_eq!(
             r.inline,
             r.size <= max_inline,
@@ -237,8 +229,8 @@ fn atomics_verify_their_results() {
     for op in ["fadd", "cas"] {
         let (doc, csv) = latency(op, &["atomic", "--op", op, "-n", ITERS_S]);
         check_points(&doc, &csv, &[8], ITERS);
-        assert_eq!(doc.results[0].op.as_deref(), Some(op));
-        assert_eq!(doc.results[0].verify_failures, 0);
+        assert_eq!(doc.latency().next().unwrap().op.as_deref(), Some(op));
+        assert_eq!(doc.latency().next().unwrap().verify_failures, 0);
     }
 }
 
@@ -246,7 +238,7 @@ fn atomics_verify_their_results() {
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn duration_mode_measures_for_the_time_given() {
     let (doc, _) = latency("dur", &["write", "-s", "64", "-D", "0.5", "--warmup", "10"]);
-    let r = &doc.results[0];
+    let r = doc.latency().next().unwrap();
     assert!(r.iters > 0);
     assert!(r.elapsed_s >= 0.5 && r.elapsed_s < 5.0, "{r:?}");
 }
@@ -390,7 +382,7 @@ fn write_half_rtt_agrees_with_perftest_within_2x() {
         "vsperf",
         &["write", "--connect", &target, "-s", "64", "-n", iters],
     );
-    let ours = doc.results[0].stats.p50_ns / 1000.0;
+    let ours = doc.latency().next().unwrap().stats.p50_ns / 1000.0;
     eprintln!(
         "MEASURED: 64 B WRITE half-RTT p50: rdma-bench {ours:.2} us, perftest ib_write_lat t_typical {perftest:.2} us, ratio {:.2}",
         ours / perftest

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::clock::Clock;
 use crate::connect::{check_version, Control, Message, PROTOCOL_VERSION};
 use crate::error::{Error, Result};
-use crate::spec::{LatencySpec, VerbKind};
+use crate::spec::{LatencySpec, TestSpec, VerbKind};
 use crate::stats::LatencyRecorder;
 use crate::verbs::{probe_max_inline, CompletionQueue};
 
@@ -64,27 +64,16 @@ pub fn run_client(
 ) -> Result<()> {
     let inline_room = check_against_device(spec, port)?;
     let mut side = Side::new(port, spec, Role::Client, inline_room)?;
-    ctl.send(&Message::Hello {
-        version: PROTOCOL_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec: spec.clone(),
-        endpoint: side.endpoint(),
+    let remote = hello(
+        ctl,
+        TestSpec::Latency(spec.clone()),
+        Some(side.endpoint()),
+        handshake_timeout(spec),
+    )?
+    .ok_or_else(|| Error::Peer {
+        peer: ctl.peer(),
+        what: "accepted a latency test without an endpoint".into(),
     })?;
-    let remote = match ctl.recv(handshake_timeout(spec))? {
-        Message::Accept {
-            version, endpoint, ..
-        } => {
-            check_version(&ctl.peer(), version).map_err(Error::usage)?;
-            endpoint
-        }
-        Message::Refuse { reason } => {
-            return Err(Error::Peer {
-                peer: ctl.peer(),
-                what: format!("refused the test: {reason}"),
-            })
-        }
-        other => return Err(latency::unexpected(ctl, "accept", &other)),
-    };
     side.connect(&remote)?;
     let mut recvs = latency::recv_list(&side);
     if needs_receives(spec, false) {
@@ -125,6 +114,42 @@ pub fn run_client(
     Ok(())
 }
 
+/// Sends the `Hello` and waits for `Accept`; returns the server's endpoint (latency).
+pub fn hello(
+    ctl: &mut dyn Control,
+    spec: TestSpec,
+    endpoint: Option<crate::verbs::Endpoint>,
+    timeout: Duration,
+) -> Result<Option<crate::verbs::Endpoint>> {
+    ctl.send(&Message::Hello {
+        version: PROTOCOL_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec,
+        endpoint,
+    })?;
+    match ctl.recv(timeout)? {
+        Message::Accept {
+            version, endpoint, ..
+        } => {
+            check_version(&ctl.peer(), version).map_err(Error::usage)?;
+            Ok(endpoint)
+        }
+        Message::Refuse { reason } => Err(Error::Peer {
+            peer: ctl.peer(),
+            what: format!("refused the test: {reason}"),
+        }),
+        other => Err(latency::unexpected(ctl, "accept", &other)),
+    }
+}
+
+/// Sends a refusal for `e` to the client and returns `e`.
+pub fn refuse(ctl: &mut dyn Control, e: Error) -> Error {
+    let _ = ctl.send(&Message::Refuse {
+        reason: e.to_string(),
+    });
+    e
+}
+
 /// Serves one client whose `Hello` has been read: checks the spec, connects,
 /// and answers points until `Bye`. Refusals go back to the client as well.
 pub fn serve_client(
@@ -132,6 +157,7 @@ pub fn serve_client(
     ctl: &mut dyn Control,
     clock: &Clock,
     hello: Message,
+    groups: &super::group::Rendezvous,
 ) -> Result<()> {
     let Message::Hello {
         version,
@@ -142,18 +168,25 @@ pub fn serve_client(
     else {
         return Err(latency::unexpected(ctl, "hello", &hello));
     };
-    let checked = check_version(&ctl.peer(), version)
-        .map_err(Error::usage)
-        .and_then(|_| spec.validate())
-        .and_then(|_| check_against_device(&spec, port));
-    let inline_room = match checked {
+    if let Err(e) = check_version(&ctl.peer(), version) {
+        return Err(refuse(ctl, Error::usage(e)));
+    }
+    let spec = match spec {
+        TestSpec::Tput(t) => return super::tput_session::serve_tput(port, ctl, clock, t, groups),
+        TestSpec::Latency(l) => l,
+    };
+    let Some(endpoint) = endpoint else {
+        return Err(refuse(
+            ctl,
+            Error::usage("a latency hello needs an endpoint"),
+        ));
+    };
+    let inline_room = match spec
+        .validate()
+        .and_then(|_| check_against_device(&spec, port))
+    {
         Ok(room) => room,
-        Err(e) => {
-            let _ = ctl.send(&Message::Refuse {
-                reason: e.to_string(),
-            });
-            return Err(e);
-        }
+        Err(e) => return Err(refuse(ctl, e)),
     };
     let mut side = Side::new(port, &spec, Role::Server, inline_room)?;
     side.connect(&endpoint)?;
@@ -163,7 +196,7 @@ pub fn serve_client(
     }
     ctl.send(&Message::Accept {
         version: PROTOCOL_VERSION,
-        endpoint: side.endpoint(),
+        endpoint: Some(side.endpoint()),
         device: port.ctx.name().to_string(),
     })?;
     loop {

@@ -63,6 +63,24 @@ impl Patience {
         }
     }
 
+    /// For loops that poll several things: fails when nothing has moved since
+    /// `last_progress` (a clock reading) for longer than the timeout.
+    #[inline]
+    pub fn check_stall(
+        &self,
+        last_progress: u64,
+        now: u64,
+        what: impl Fn() -> String,
+    ) -> Result<()> {
+        if aborted() {
+            return Err(Error::Interrupted);
+        }
+        if now.wrapping_sub(last_progress) > self.limit_ticks {
+            return Err(self.timeout(what()));
+        }
+        Ok(())
+    }
+
     #[cold]
     fn timeout(&self, what: String) -> Error {
         Error::Timeout {

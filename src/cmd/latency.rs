@@ -5,15 +5,16 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::bench::session::PointOutcome;
-use crate::bench::wait::abort_all;
-use crate::bench::{run_client, serve_client, DeviceChoice, Port};
-use crate::cli::{TestArgs, TransportArg, DEFAULT_PORT};
+use crate::bench::{run_client, DeviceChoice, Port};
+use crate::cli::{TestArgs, DEFAULT_PORT};
 use crate::clock::Clock;
-use crate::connect::{local_pair, Control, TcpChannel};
+use crate::connect::TcpChannel;
 use crate::error::{Error, Result};
 use crate::export::ResultsSink;
 use crate::output::Console;
-use crate::results::{now_utc, DeviceInfo, HostInfo, LatencyRecord, ResultsDoc, SCHEMA_VERSION};
+use crate::results::{
+    now_utc, DeviceInfo, HostInfo, LatencyRecord, Record, ResultsDoc, SCHEMA_VERSION,
+};
 use crate::spec::{LatencyMode, LatencySpec, VerbKind, ATOMIC_SIZE};
 use crate::sweep::parse_list;
 use crate::verbs::{probe_max_inline, CompletionQueue, Transport};
@@ -44,10 +45,14 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
     let spec = LatencySpec {
         verb,
         mode,
-        transport: match a.transport {
-            TransportArg::Rc => Transport::Rc,
-            TransportArg::Uc => Transport::Uc,
-            TransportArg::Ud => Transport::Ud,
+        transport: match parse_transports(&a.transport)?.as_slice() {
+            [t] => *t,
+            _ => {
+                return Err(Error::usage(format!(
+                    "--transport {}: a latency run takes one transport",
+                    a.transport
+                )))
+            }
         },
         inline: a.inline,
         imm: a.imm,
@@ -60,6 +65,27 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
     };
     spec.validate()?;
     Ok(spec)
+}
+
+/// Parses `rc`, `uc`, `ud` or a comma list of them.
+pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
+    let mut out = Vec::new();
+    for t in text.split(',') {
+        let t = match t.trim() {
+            "rc" => Transport::Rc,
+            "uc" => Transport::Uc,
+            "ud" => Transport::Ud,
+            other => {
+                return Err(Error::usage(format!(
+                    "--transport {other}: expected rc, uc or ud (or a list like rc,uc)"
+                )))
+            }
+        };
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    Ok(out)
 }
 
 pub fn device_info(port: &Port) -> Result<DeviceInfo> {
@@ -108,7 +134,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
     }
 }
 
-fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
+pub fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
     let with_port = if target.contains(':') && !target.starts_with('[') || target.contains("]:") {
         target.to_string()
     } else {
@@ -135,13 +161,9 @@ fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
     })
 }
 
-pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
-    let spec = spec_from_args(verb, args)?;
-    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
-    sink.check_writable()?;
-    let port = Port::open(&DeviceChoice::from(&args.device))?;
-    let clock = Clock::calibrate(Duration::from_millis(20));
-    let mut doc = ResultsDoc {
+/// The results document of a run, before any point is measured.
+pub fn new_doc(args: &TestArgs, port: &Port, clock: &Clock) -> Result<ResultsDoc> {
+    Ok(ResultsDoc {
         schema_version: SCHEMA_VERSION,
         tool: "rdma-bench".into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -150,15 +172,27 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         peer: args.connect.clone().unwrap_or_else(|| "loopback".into()),
         clock: clock.describe(),
         host: HostInfo::current(),
-        device: device_info(&port)?,
+        device: device_info(port)?,
         results: Vec::new(),
-    };
+    })
+}
+
+pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
+    if args.tput.is_some() {
+        return super::tput::run(verb, args);
+    }
+    let spec = spec_from_args(verb, args)?;
+    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
+    sink.check_writable()?;
+    let port = Port::open(&DeviceChoice::from(&args.device))?;
+    let clock = Clock::calibrate(Duration::from_millis(20));
+    let mut doc = new_doc(args, &port, &clock)?;
     let console = Console::new(args.quiet, spec.sizes.len() as u64);
     console.header(&spec, port.ctx.name());
     let mut on_point = |p: PointOutcome<'_>| {
         let r = record(&spec, &p);
         console.row(&r);
-        doc.results.push(r);
+        doc.results.push(Record::Latency(r));
         sink.write(&doc)
     };
     let result = match &args.connect {
@@ -179,31 +213,7 @@ fn run_loopback(
     clock: &Clock,
     on_point: &mut dyn FnMut(PointOutcome<'_>) -> Result<()>,
 ) -> Result<()> {
-    let (mut client, mut server) = local_pair();
-    std::thread::scope(|scope| {
-        let timeout = Duration::from_secs_f64(spec.timeout_s);
-        let server_thread = scope.spawn(move || {
-            let r = server
-                .recv(timeout)
-                .and_then(|hello| serve_client(port, &mut server, clock, hello));
-            if r.is_err() {
-                abort_all();
-            }
-            r
-        });
-        let client_result = run_client(spec, port, &mut client, clock, on_point);
-        if client_result.is_err() {
-            // Unblock the server thread wherever it waits.
-            abort_all();
-        }
-        drop(client);
-        let server_result = server_thread.join().unwrap_or(Err(Error::Interrupted));
-        match (client_result, server_result) {
-            // The client stopped because the server failed: the server's error says why.
-            (Err(Error::Interrupted), Err(e)) => Err(e),
-            (Err(e), _) => Err(e),
-            (Ok(()), Err(e)) => Err(e),
-            (Ok(()), Ok(())) => Ok(()),
-        }
+    super::loopback(port, clock, spec.timeout_s, |ctl| {
+        run_client(spec, port, ctl, clock, on_point)
     })
 }

@@ -4,9 +4,52 @@
 pub mod devices;
 pub mod latency;
 pub mod serve;
+pub mod tput;
 
-use crate::bench::DeviceChoice;
+use std::time::Duration;
+
+use crate::bench::wait::abort_all;
+use crate::bench::{serve_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::DeviceArgs;
+use crate::clock::Clock;
+use crate::connect::{local_pair, Control};
+use crate::error::{Error, Result};
+
+/// Runs `client` against a server on its own thread of this process, over an
+/// in-process control channel: both sides use the same device for real.
+pub fn loopback(
+    port: &Port,
+    clock: &Clock,
+    timeout_s: f64,
+    client: impl FnOnce(&mut dyn Control) -> Result<()>,
+) -> Result<()> {
+    let (mut client_end, mut server_end) = local_pair();
+    std::thread::scope(|scope| {
+        let timeout = Duration::from_secs_f64(timeout_s);
+        let server_thread = scope.spawn(move || {
+            let r = server_end.recv(timeout).and_then(|hello| {
+                serve_client(port, &mut server_end, clock, hello, &Rendezvous::default())
+            });
+            if r.is_err() {
+                abort_all();
+            }
+            r
+        });
+        let client_result = client(&mut client_end);
+        if client_result.is_err() {
+            // Unblock the server thread wherever it waits.
+            abort_all();
+        }
+        drop(client_end);
+        let server_result = server_thread.join().unwrap_or(Err(Error::Interrupted));
+        match (client_result, server_result) {
+            // The client stopped because the server failed: the server's error says why.
+            (Err(Error::Interrupted), Err(e)) => Err(e),
+            (Err(e), _) => Err(e),
+            (Ok(()), r) => r,
+        }
+    })
+}
 
 impl From<&DeviceArgs> for DeviceChoice {
     fn from(a: &DeviceArgs) -> Self {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bench::{serve_client, DeviceChoice, Port};
+use crate::bench::{serve_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::ServeArgs;
 use crate::clock::Clock;
 use crate::connect::{Control, Message, TcpChannel};
@@ -45,6 +45,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     );
     let clock = Clock::calibrate(Duration::from_millis(20));
     let active = Arc::new(AtomicUsize::new(0));
+    let groups = Arc::new(Rendezvous::default());
     let handshake = Duration::from_secs_f64(args.timeout);
     for stream in listener.incoming() {
         let stream = match stream {
@@ -59,13 +60,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             refuse_busy(stream, args.max_clients);
             continue;
         }
-        let (port, active) = (port.clone(), active.clone());
+        let (port, active, groups) = (port.clone(), active.clone(), groups.clone());
         std::thread::spawn(move || {
             let peer = stream
                 .peer_addr()
                 .map(|a| a.to_string())
                 .unwrap_or_else(|_| "?".into());
-            match serve_one(&port, stream, &clock, handshake) {
+            match serve_one(&port, stream, &clock, handshake, &groups) {
                 Ok(()) => eprintln!("serve: {peer}: done"),
                 Err(e) => eprintln!("serve: {peer}: dropped: {e}"),
             }
@@ -75,10 +76,16 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     Ok(())
 }
 
-fn serve_one(port: &Port, stream: TcpStream, clock: &Clock, handshake: Duration) -> Result<()> {
+fn serve_one(
+    port: &Port,
+    stream: TcpStream,
+    clock: &Clock,
+    handshake: Duration,
+    groups: &Rendezvous,
+) -> Result<()> {
     let mut ctl = TcpChannel::new(stream)?;
     let hello = ctl.recv(handshake)?;
-    serve_client(port, &mut ctl, clock, hello)
+    serve_client(port, &mut ctl, clock, hello, groups)
 }
 
 fn refuse_busy(stream: TcpStream, max: usize) {

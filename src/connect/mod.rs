@@ -13,27 +13,28 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::bench::tput::{ClientFigure, DriverReport};
 use crate::error::Result;
-use crate::spec::LatencySpec;
+use crate::spec::{TestSpec, TputPoint};
 use crate::verbs::Endpoint;
 
 /// Bumped whenever a `Message` changes shape or meaning.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Message {
-    /// Client → server: what to run, and where the client's QP is.
+    /// Client → server: what to run, and (latency) where the client's QP is.
     Hello {
         version: u32,
         tool_version: String,
-        spec: LatencySpec,
-        endpoint: Endpoint,
+        spec: TestSpec,
+        endpoint: Option<Endpoint>,
     },
-    /// Server → client: accepted; where the server's QP and buffer are.
+    /// Server → client: accepted; (latency) where the server's QP and buffer are.
     Accept {
         version: u32,
-        endpoint: Endpoint,
+        endpoint: Option<Endpoint>,
         device: String,
     },
     /// Either side: cannot run this; `reason` says which parameter and why.
@@ -46,6 +47,28 @@ pub enum Message {
     Finish { index: u32 },
     /// Server → client: what the server counted during point `index`.
     Finished { index: u32, received: u64 },
+    /// Client → server: build your side of throughput point `index`; here are my QPs.
+    TputPrepare {
+        index: u32,
+        point: TputPoint,
+        endpoints: Vec<Endpoint>,
+    },
+    /// Server → client: my side of point `index` is connected; here are my QPs.
+    TputReady {
+        index: u32,
+        endpoints: Vec<Endpoint>,
+    },
+    /// The passive or answering side is ready (receives posted, group assembled): start.
+    Go { index: u32 },
+    /// The driving side is done with point `index`; what it measured.
+    Stop { index: u32, report: DriverReport },
+    /// The other side's counts for point `index` (per QP), and, when several
+    /// clients ran together, every client's figure.
+    Stopped {
+        index: u32,
+        received: Vec<u64>,
+        group: Vec<ClientFigure>,
+    },
     /// Client → server: no more points.
     Bye,
 }
@@ -60,6 +83,11 @@ impl Message {
             Message::Ready { .. } => "ready",
             Message::Finish { .. } => "finish",
             Message::Finished { .. } => "finished",
+            Message::TputPrepare { .. } => "tput_prepare",
+            Message::TputReady { .. } => "tput_ready",
+            Message::Go { .. } => "go",
+            Message::Stop { .. } => "stop",
+            Message::Stopped { .. } => "stopped",
             Message::Bye => "bye",
         }
     }

@@ -1,0 +1,221 @@
+//! `rdma-bench <verb> --tput inbound|outbound` and `rdma-bench echo --tput`:
+//! a throughput sweep over sizes, S, QPs, postlist, window, threads and
+//! transports, in loopback or against `serve`.
+
+use std::time::Duration;
+
+use crate::bench::{run_tput_client, DeviceChoice, Port, TputOutcome};
+use crate::cli::TestArgs;
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::export::ResultsSink;
+use crate::output::Console;
+use crate::results::{Record, TputRecord};
+use crate::spec::{Direction, TputPoint, TputSpec, VerbKind, ATOMIC_SIZE};
+use crate::sweep::parse_list;
+
+use super::latency::{connect_to, new_doc, parse_transports};
+
+fn list(option: &str, text: &str) -> Result<Vec<u32>> {
+    parse_list(text).map_err(|e| Error::usage(format!("{option}: {e}")))
+}
+
+/// Builds the spec, refusing bad input (exit 2) before any verbs object exists.
+/// Returns it with the notes about sweep points skipped as contradictory.
+pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<String>)> {
+    let direction = match (verb, a.tput.as_deref()) {
+        (VerbKind::Echo, Some("" | "echo")) => Direction::Echo,
+        (VerbKind::Echo, Some(other)) => {
+            return Err(Error::usage(format!(
+                "--tput {other}: echo throughput takes no direction (`echo --tput`)"
+            )))
+        }
+        (_, Some("inbound")) => Direction::Inbound,
+        (_, Some("outbound")) => Direction::Outbound,
+        (_, Some("")) => {
+            return Err(Error::usage(format!(
+                "--tput: {} needs a direction, inbound or outbound",
+                verb.name()
+            )))
+        }
+        (_, other) => {
+            return Err(Error::usage(format!(
+                "--tput {}: expected inbound or outbound",
+                other.unwrap_or("")
+            )))
+        }
+    };
+    if a.completion {
+        return Err(Error::usage(
+            "--completion: a latency option, not for --tput",
+        ));
+    }
+    if a.group > 1 && a.connect.is_none() {
+        return Err(Error::usage(format!(
+            "--group {}: several client processes need --connect to one serve",
+            a.group
+        )));
+    }
+    let sizes = match &a.size {
+        Some(s) => list("--size", s)?,
+        None if verb == VerbKind::Atomic => vec![ATOMIC_SIZE],
+        None => vec![64],
+    };
+    let transports = parse_transports(&a.transport)?;
+    let periods = list("--signal-period", &a.signal_period)?;
+    let qps = list("--qps", &a.qps)?;
+    let postlists = list("--postlist", &a.postlist)?;
+    let windows = list("--window", &a.window)?;
+    let threads = list("--threads", &a.threads)?;
+    let mut points = Vec::new();
+    let mut skipped = Vec::new();
+    for &transport in &transports {
+        for &threads in &threads {
+            for &qps in &qps {
+                for &signal_period in &periods {
+                    for &postlist in &postlists {
+                        for &window in &windows {
+                            for &size in &sizes {
+                                points.push(TputPoint {
+                                    transport,
+                                    size,
+                                    signal_period,
+                                    qps,
+                                    postlist,
+                                    window,
+                                    threads,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A sweep skips contradictory combinations (say which); a single point is refused.
+    if points.len() > 1 {
+        points.retain(|p| match p.combination_conflict() {
+            Some(why) => {
+                skipped.push(why);
+                false
+            }
+            None => true,
+        });
+        if points.is_empty() {
+            return Err(Error::usage(format!(
+                "every point of the sweep is contradictory, e.g. {}",
+                skipped[0]
+            )));
+        }
+    }
+    let spec = TputSpec {
+        verb,
+        direction,
+        inline: a.inline,
+        imm: a.imm,
+        op: a.op,
+        req: a.req,
+        resp: a.resp,
+        points,
+        duration_s: a.duration.unwrap_or(1.0),
+        iters: (a.iters != 10_000).then_some(a.iters),
+        warmup_s: a.warmup_time,
+        timeout_s: a.timeout,
+        group: a.group,
+    };
+    if spec.iters.is_some() && a.duration.is_some() {
+        return Err(Error::usage(
+            "--duration and --iters both given: choose one way to end each point",
+        ));
+    }
+    spec.validate()?;
+    skipped.sort();
+    skipped.dedup();
+    Ok((spec, skipped))
+}
+
+/// Turns one measured point into its results record.
+pub fn record(spec: &TputSpec, o: &TputOutcome, max_inline: u32) -> TputRecord {
+    let p = &o.point;
+    let r = &o.report;
+    let bytes_per_s = if r.elapsed_s > 0.0 {
+        // Sum of per-thread rates × payload, consistent with `mops`.
+        r.mops * 1e6 * p.size as f64
+    } else {
+        0.0
+    };
+    let received = (!o.received.is_empty()).then(|| o.received.iter().sum::<u64>());
+    let echo = spec.direction == Direction::Echo;
+    TputRecord {
+        verb: spec.verb.name().to_string(),
+        direction: spec.direction.name().to_string(),
+        transport: p.transport.name().to_string(),
+        size: p.size,
+        // Echo inlines whenever the payload fits.
+        inline: spec.inline || (echo && p.size <= max_inline),
+        imm: spec.imm,
+        op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
+        req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
+        resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
+        signal_period: p.signal_period,
+        qps: p.qps,
+        postlist: p.postlist,
+        window: p.window,
+        threads: p.threads,
+        warmup_s: spec.warmup_s,
+        ops: r.ops,
+        elapsed_s: r.elapsed_s,
+        mops: r.mops,
+        gbps: bytes_per_s * 8.0 / 1e9,
+        mib_s: bytes_per_s / (1024.0 * 1024.0),
+        sent: r.sent,
+        received,
+        lost: received.map(|got| r.sent.saturating_sub(got)),
+        responses: echo.then_some(r.responses),
+        per_thread: r.per_thread.clone(),
+        per_qp_ops: r.per_qp_ops.clone(),
+        group_clients: spec.group,
+        aggregate_mops: (spec.group > 1).then(|| o.group.iter().map(|c| c.mops).sum()),
+        clients: o.group.clone(),
+    }
+}
+
+pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
+    let (spec, skipped) = spec_from_args(verb, args)?;
+    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
+    sink.check_writable()?;
+    let port = Port::open(&DeviceChoice::from(&args.device))?;
+    let clock = Clock::calibrate(Duration::from_millis(20));
+    let mut doc = new_doc(args, &port, &clock)?;
+    let console = Console::new(args.quiet, spec.points.len() as u64);
+    for why in &skipped {
+        console.note(&format!("skipped sweep points where {why}"));
+    }
+    console.tput_header(&spec, port.ctx.name());
+    let mut on_point = |o: TputOutcome| {
+        let r = record(&spec, &o, doc.device.max_inline);
+        console.tput_row(&r);
+        doc.results.push(Record::Throughput(r));
+        sink.write(&doc)
+    };
+    let result = match &args.connect {
+        Some(target) => {
+            let mut ctl = connect_to(target, spec.timeout_s)?;
+            run_tput_client(&spec, &port, &mut ctl, &clock, &mut on_point)
+        }
+        None => loopback(&spec, &port, &clock, &mut on_point),
+    };
+    console.finish();
+    result
+}
+
+fn loopback(
+    spec: &TputSpec,
+    port: &Port,
+    clock: &Clock,
+    on_point: &mut dyn FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    super::loopback(port, clock, spec.timeout_s, |ctl| {
+        run_tput_client(spec, port, ctl, clock, on_point)
+    })
+}
