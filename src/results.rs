@@ -86,6 +86,8 @@ pub struct TputRecord {
     pub lost: Option<u64>,
     /// Echo: responses the client received.
     pub responses: Option<u64>,
+    /// Send completions the driver polled (1 per signaled WR): shows S at work.
+    pub completions: u64,
     pub per_thread: Vec<ThreadFigure>,
     pub per_qp_ops: Vec<u64>,
     /// With `--group N`: every client's figure and their sum.
@@ -178,6 +180,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "received",
     "lost",
     "responses",
+    "completions",
     "group_clients",
     "aggregate_mops",
 ];

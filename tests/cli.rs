@@ -7,6 +7,7 @@ use common::{run, text};
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_option() {
+    #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[
         (&["write", "--size", "0"], "--size"),
         (&["write", "--size", "abc"], "--size"),

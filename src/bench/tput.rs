@@ -84,6 +84,8 @@ pub struct DriverReport {
     pub sent: u64,
     /// Echo: responses received, warm-up and drain included.
     pub responses: u64,
+    /// Send completions polled (signaled WRs), warm-up and drain included.
+    pub completions: u64,
 }
 
 /// What one driving thread hands back.
@@ -92,10 +94,18 @@ struct ThreadResult {
     per_qp: Vec<u64>,
     sent: u64,
     responses: u64,
+    completions: u64,
 }
 
 impl ThreadResult {
-    fn new(thread: u32, per_qp: Vec<u64>, elapsed_s: f64, sent: u64, responses: u64) -> Self {
+    fn new(
+        thread: u32,
+        per_qp: Vec<u64>,
+        elapsed_s: f64,
+        sent: u64,
+        responses: u64,
+        completions: u64,
+    ) -> Self {
         let ops: u64 = per_qp.iter().sum();
         let mops = if elapsed_s > 0.0 {
             ops as f64 / elapsed_s / 1e6
@@ -112,6 +122,7 @@ impl ThreadResult {
             per_qp,
             sent,
             responses,
+            completions,
         }
     }
 }
@@ -146,6 +157,7 @@ fn run_threads<S: Send>(
         report.per_qp_ops.extend(r.per_qp);
         report.sent += r.sent;
         report.responses += r.responses;
+        report.completions += r.completions;
     }
     Ok(report)
 }
@@ -524,10 +536,11 @@ fn issue_thread(
     let mut measuring = window.warmup == 0 || window.iters.is_some();
     let mut t_measure = t0;
     let mut last_progress = t0;
+    let mut completions = 0u64;
     loop {
         let now = clock.now();
         if !measuring && now >= warm_end {
-            base.copy_from_slice(&completed);
+            base.copy_from_slice(&posted);
             t_measure = now;
             measuring = true;
         }
@@ -564,6 +577,7 @@ fn issue_thread(
             let q = (wc.wr_id() >> 32) as usize;
             completed[q] = wc.wr_id() & 0xffff_ffff;
         }
+        completions += k as u64;
         if k > 0 || progress {
             last_progress = now;
         } else {
@@ -573,10 +587,31 @@ fn issue_thread(
             })?;
         }
     }
-    let t_end = clock.now();
-    let per_qp: Vec<u64> = completed.iter().zip(&base).map(|(c, b)| c - b).collect();
-    // Drain: make the last WR of every QP signaled and wait for it, so the
-    // target has seen everything before counts are compared.
+    // Ops are the WRs posted in the window; the window closes when the last
+    // of them has completed (so no count waits on a signaling period).
+    let per_qp: Vec<u64> = posted.iter().zip(&base).map(|(p, b)| p - b).collect();
+    let in_window = posted.clone();
+    let qpn = set.qps[0].qpn();
+    let mut retire = |set: &mut QpSet, completed: &mut [u64], target: &[u64]| {
+        patience.wait(
+            || format!("the last completions of thread {thread} (QP {qpn}…)"),
+            || {
+                let k = set.send_cq.poll(&mut wcs)?;
+                completions += k as u64;
+                for wc in &wcs[..k] {
+                    wc.check(verb)?;
+                    let q = (wc.wr_id() >> 32) as usize;
+                    completed[q] = wc.wr_id() & 0xffff_ffff;
+                }
+                Ok(completed
+                    .iter()
+                    .zip(target)
+                    .all(|(c, t)| c >= t)
+                    .then_some(()))
+            },
+        )
+    };
+    // Make the last WR of every QP signaled, so everything posted retires.
     for q in 0..n {
         if completed[q] < posted[q] && window.iters.is_none() {
             let list = &mut lists[q];
@@ -589,19 +624,10 @@ fn issue_thread(
             posted[q] += pl as u64;
         }
     }
-    let qpn = set.qps[0].qpn();
-    patience.wait(
-        || format!("the last completions of thread {thread} (QP {qpn}…)"),
-        || {
-            let k = set.send_cq.poll(&mut wcs)?;
-            for wc in &wcs[..k] {
-                wc.check(verb)?;
-                let q = (wc.wr_id() >> 32) as usize;
-                completed[q] = wc.wr_id() & 0xffff_ffff;
-            }
-            Ok((completed == posted).then_some(()))
-        },
-    )?;
+    retire(set, &mut completed, &in_window)?;
+    let t_end = clock.now();
+    // The drain batch too, so the target has seen everything before counts are compared.
+    retire(set, &mut completed, &posted)?;
     let elapsed_s = clock.to_ns(t_end - t_measure) as f64 / 1e9;
     Ok(ThreadResult::new(
         thread,
@@ -609,6 +635,7 @@ fn issue_thread(
         elapsed_s,
         posted.iter().sum(),
         0,
+        completions,
     ))
 }
 
@@ -651,7 +678,7 @@ pub fn run_target(
     // Tell the driver receives are posted only now (it waits for this).
     go(ctl)?;
     let mut idle = 0u32;
-    loop {
+    let mut drain = |set: &mut QpSet, received: &mut [u64]| -> Result<usize> {
         let k = set.recv_cq.poll(&mut wcs)?;
         for wc in &wcs[..k] {
             wc.check("RECV")?;
@@ -663,7 +690,10 @@ pub fn run_target(
                 set.qps[q].post_recv(&mut lists[q])?;
             }
         }
-        if k > 0 {
+        Ok(k)
+    };
+    loop {
+        if drain(set, &mut received)? > 0 {
             idle = 0;
             continue;
         }
@@ -671,6 +701,8 @@ pub fn run_target(
         if idle % 4096 == 0 {
             match ctl.recv(Duration::from_millis(1)) {
                 Ok(Message::Stop { index: i, report }) if i == index => {
+                    // Count what is still queued: the driver has seen it all complete.
+                    while drain(set, &mut received)? > 0 {}
                     return Ok((received, report));
                 }
                 Ok(other) => return Err(super::latency::unexpected(ctl, "stop", &other)),
@@ -1011,6 +1043,8 @@ fn echo_client_thread(
     let mut last_progress = t0;
     let mut stopping = false;
     let mut at_end = vec![0u64; n];
+    let mut stopped_at = t0;
+    let mut completions = 0u64;
     loop {
         let now = clock.now();
         if !measuring && now >= warm_end {
@@ -1022,6 +1056,7 @@ fn echo_client_thread(
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;
             at_end.copy_from_slice(&done_q);
+            stopped_at = now;
         }
         let in_flight = busy.iter().any(|b| *b);
         if stopping && !in_flight {
@@ -1088,6 +1123,7 @@ fn echo_client_thread(
             }
         }
         let k = set.req.send_cq.poll(&mut wcs)?;
+        completions += k as u64;
         for wc in &wcs[..k] {
             wc.check(match set.req_verb {
                 EchoVerb::Write => "RDMA_WRITE",
@@ -1107,13 +1143,14 @@ fn echo_client_thread(
     }
     // Round trips completed by the end of the window; the drain after it is not counted.
     let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
-    let elapsed_s = clock.to_ns(end - t_measure) as f64 / 1e9;
+    let elapsed_s = clock.to_ns(stopped_at.saturating_sub(t_measure)) as f64 / 1e9;
     Ok(ThreadResult::new(
         thread,
         per_qp,
         elapsed_s,
         sent,
         done_q.iter().sum(),
+        completions,
     ))
 }
 

@@ -172,6 +172,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome, max_inline: u32) -> TputRecord {
         received,
         lost: received.map(|got| r.sent.saturating_sub(got)),
         responses: echo.then_some(r.responses),
+        completions: r.completions,
         per_thread: r.per_thread.clone(),
         per_qp_ops: r.per_qp_ops.clone(),
         group_clients: spec.group,
