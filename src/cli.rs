@@ -37,6 +37,40 @@ pub enum Command {
     Echo(TestArgs),
     /// Atomic (fetch-and-add or compare-and-swap) completion latency, with verification.
     Atomic(TestArgs),
+    /// Run every series of an experiment file (bench-configs/*.toml).
+    Run(RunArgs),
+    /// Compare result files point by point (e.g. two NIC generations).
+    Compare(CompareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The experiment file.
+    pub config: PathBuf,
+    /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub connect: Option<String>,
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Directory for <experiment>-<device>-<host>-<UTC time>.json and .csv.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// No tables and no progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Result files; the first is the baseline every ratio divides by.
+    #[arg(required = true, num_args = 2..)]
+    pub files: Vec<PathBuf>,
+    /// Also write the comparison as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write the comparison as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

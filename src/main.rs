@@ -34,11 +34,13 @@ fn main() {
     let result = match &cli.command {
         Command::Devices(a) => cmd::devices::run(a),
         Command::Serve(a) => cmd::serve::run(a),
-        Command::Read(a) => cmd::latency::run(VerbKind::Read, a),
-        Command::Write(a) => cmd::latency::run(VerbKind::Write, a),
-        Command::Send(a) => cmd::latency::run(VerbKind::Send, a),
-        Command::Echo(a) => cmd::latency::run(VerbKind::Echo, a),
-        Command::Atomic(a) => cmd::latency::run(VerbKind::Atomic, a),
+        Command::Read(a) => cmd::measure::run(VerbKind::Read, a),
+        Command::Write(a) => cmd::measure::run(VerbKind::Write, a),
+        Command::Send(a) => cmd::measure::run(VerbKind::Send, a),
+        Command::Echo(a) => cmd::measure::run(VerbKind::Echo, a),
+        Command::Atomic(a) => cmd::measure::run(VerbKind::Atomic, a),
+        Command::Run(a) => cmd::run::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

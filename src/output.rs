@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::results::{LatencyRecord, TputRecord};
+use crate::results::{LatencyRecord, Record, TputRecord};
 use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
 
 /// What the numbers mean, printed above the table and stored in results.
@@ -152,6 +152,13 @@ impl Console {
             }
         }
         self.line(&line);
+    }
+
+    pub fn record(&self, r: &Record) {
+        match r {
+            Record::Latency(l) => self.row(l),
+            Record::Throughput(t) => self.tput_row(t),
+        }
     }
 
     /// A one-line remark above the table (skipped points and the like).

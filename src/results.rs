@@ -19,6 +19,12 @@ pub struct ResultsDoc {
     pub started_utc: String,
     /// Loopback (both sides in this process) or the `serve` peer's address.
     pub peer: String,
+    /// The experiment file's name, for `rdma-bench run`.
+    #[serde(default)]
+    pub experiment: Option<String>,
+    /// Where this ran when it is not plain hardware, e.g. "soft-RoCE (rxe) in a qemu guest".
+    #[serde(default)]
+    pub environment: Option<String>,
     pub clock: String,
     pub host: HostInfo,
     pub device: DeviceInfo,
@@ -53,6 +59,9 @@ impl ResultsDoc {
 /// measured window (warm-up excluded), so a count may trail by < S per QP.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TputRecord {
+    /// The experiment series this point belongs to (`rdma-bench run`).
+    #[serde(default)]
+    pub series: Option<String>,
     pub verb: String,
     /// `inbound`, `outbound` or `echo`.
     pub direction: String,
@@ -123,6 +132,9 @@ pub struct DeviceInfo {
 /// One latency point. Field names carry units; `metric` says what was timed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LatencyRecord {
+    /// The experiment series this point belongs to (`rdma-bench run`).
+    #[serde(default)]
+    pub series: Option<String>,
     pub verb: String,
     /// `half_rtt` (ping-pong, half of each round trip) or `completion`
     /// (post of a signaled WR to its completion polled from the CQ).
@@ -156,6 +168,7 @@ pub struct LatencyRecord {
 
 /// CSV columns of throughput records, in their stable order (lists stay JSON-only).
 pub const TPUT_CSV_COLUMNS: &[&str] = &[
+    "series",
     "verb",
     "direction",
     "transport",
@@ -187,6 +200,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
 
 /// CSV columns of latency records, in their stable order (`histogram` stays JSON-only).
 pub const CSV_COLUMNS: &[&str] = &[
+    "series",
     "verb",
     "metric",
     "transport",

@@ -637,3 +637,69 @@ fn selective_signaling_s1_vs_s64_for_inline_write() {
     // is small (a few %), within the noise of a shared TCG guest. So the rate
     // is reported above, not asserted.
 }
+
+// ---------------------------------------------------------------------------
+// Experiments
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn smoke_experiment_writes_one_record_per_point() {
+    let dir = scratch("smoke");
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-configs/smoke.toml");
+    let out = run(&[
+        "run",
+        config.to_str().unwrap(),
+        "--out",
+        dir.to_str().unwrap(),
+        "--quiet",
+        "-d",
+        &device(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let json = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a JSON results file");
+    let name = json.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with(&format!("smoke-{}-", device())), "{name}");
+    assert!(name.ends_with("Z.json"), "UTC timestamp in {name}");
+    let csv = json.with_extension("csv");
+    assert!(csv.exists(), "CSV beside the JSON");
+    let doc: ResultsDoc = serde_json::from_value(read_json(json)).unwrap();
+    assert_eq!(doc.experiment.as_deref(), Some("smoke"));
+    // smoke.toml: WRITE latency at 2 and 64 B, READ latency at 64 B,
+    // WRITE inbound throughput at S = 1 and 16.
+    let lat: Vec<(String, u32)> = doc
+        .latency()
+        .map(|r| (r.series.clone().unwrap(), r.size))
+        .collect();
+    assert_eq!(
+        lat,
+        vec![
+            ("WRITE".into(), 2),
+            ("WRITE".into(), 64),
+            ("READ".into(), 64)
+        ]
+    );
+    assert!(doc
+        .latency()
+        .all(|r| r.iters == 200 && r.warmup_dropped == 20));
+    let tput: Vec<(String, u32, u32)> = doc
+        .throughput()
+        .map(|r| (r.series.clone().unwrap(), r.size, r.signal_period))
+        .collect();
+    assert_eq!(
+        tput,
+        vec![
+            ("WRITE inbound".into(), 64, 1),
+            ("WRITE inbound".into(), 64, 16)
+        ]
+    );
+    assert_eq!(std::fs::read_to_string(csv).unwrap().lines().count(), 6);
+    assert!(doc.environment.unwrap_or_default().contains("soft-RoCE"));
+}

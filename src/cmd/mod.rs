@@ -1,9 +1,14 @@
 //! One module per subcommand: each turns parsed arguments into a run and
 //! returns an `Error` for `main` to report.
 
+pub mod compare;
 pub mod devices;
 pub mod latency;
+pub mod measure;
+pub mod plan;
+pub mod run;
 pub mod serve;
+pub mod setup;
 pub mod tput;
 
 use std::time::Duration;

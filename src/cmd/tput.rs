@@ -1,20 +1,14 @@
-//! `rdma-bench <verb> --tput inbound|outbound` and `rdma-bench echo --tput`:
-//! a throughput sweep over sizes, S, QPs, postlist, window, threads and
-//! transports, in loopback or against `serve`.
+//! Throughput: the sweep built from command-line arguments, and the results
+//! record of one measured point.
 
-use std::time::Duration;
-
-use crate::bench::{run_tput_client, DeviceChoice, Port, TputOutcome};
+use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
-use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::export::ResultsSink;
-use crate::output::Console;
-use crate::results::{Record, TputRecord};
+use crate::results::TputRecord;
 use crate::spec::{Direction, TputPoint, TputSpec, VerbKind, ATOMIC_SIZE};
 use crate::sweep::parse_list;
 
-use super::latency::{connect_to, new_doc, parse_transports};
+use super::setup::parse_transports;
 
 fn list(option: &str, text: &str) -> Result<Vec<u32>> {
     parse_list(text).map_err(|e| Error::usage(format!("{option}: {e}")))
@@ -178,45 +172,6 @@ pub fn record(spec: &TputSpec, o: &TputOutcome, max_inline: u32) -> TputRecord {
         group_clients: spec.group,
         aggregate_mops: (spec.group > 1).then(|| o.group.iter().map(|c| c.mops).sum()),
         clients: o.group.clone(),
+        series: None,
     }
-}
-
-pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
-    let (spec, skipped) = spec_from_args(verb, args)?;
-    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
-    sink.check_writable()?;
-    let port = Port::open(&DeviceChoice::from(&args.device))?;
-    let clock = Clock::calibrate(Duration::from_millis(20));
-    let mut doc = new_doc(args, &port, &clock)?;
-    let console = Console::new(args.quiet, spec.points.len() as u64);
-    for why in &skipped {
-        console.note(&format!("skipped sweep points where {why}"));
-    }
-    console.tput_header(&spec, port.ctx.name());
-    let mut on_point = |o: TputOutcome| {
-        let r = record(&spec, &o, doc.device.max_inline);
-        console.tput_row(&r);
-        doc.results.push(Record::Throughput(r));
-        sink.write(&doc)
-    };
-    let result = match &args.connect {
-        Some(target) => {
-            let mut ctl = connect_to(target, spec.timeout_s)?;
-            run_tput_client(&spec, &port, &mut ctl, &clock, &mut on_point)
-        }
-        None => loopback(&spec, &port, &clock, &mut on_point),
-    };
-    console.finish();
-    result
-}
-
-fn loopback(
-    spec: &TputSpec,
-    port: &Port,
-    clock: &Clock,
-    on_point: &mut dyn FnMut(TputOutcome) -> Result<()>,
-) -> Result<()> {
-    super::loopback(port, clock, spec.timeout_s, |ctl| {
-        run_tput_client(spec, port, ctl, clock, on_point)
-    })
 }

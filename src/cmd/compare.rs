@@ -1,0 +1,253 @@
+//! `rdma-bench compare A.json B.json [...]`: matches points across result
+//! files by their parameters and shows each file's figure and its ratio to the
+//! first file's (B/A) — the "compare NIC generations" workflow. Points present
+//! in some files only are listed too, never dropped.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::cli::CompareArgs;
+use crate::device_name::human_name;
+use crate::error::{Error, Result};
+use crate::export::write_atomically;
+use crate::results::{Record, ResultsDoc};
+
+/// One file's identity in the comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    pub file: String,
+    pub label: String,
+    pub device: String,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub host: String,
+    pub started_utc: String,
+}
+
+/// One matched point: its parameters, and each file's figure (None: absent there).
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub point: String,
+    /// `p50_ns` for latency, `mops` for throughput.
+    pub figure: String,
+    pub values: Vec<Option<f64>>,
+    /// values[i] / values[0], where both exist.
+    pub ratios: Vec<Option<f64>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Comparison {
+    pub sources: Vec<Source>,
+    pub rows: Vec<Row>,
+}
+
+/// The parameters that identify a point, as a readable string (also the match key).
+pub fn point_key(r: &Record) -> (String, &'static str, f64) {
+    match r {
+        Record::Latency(l) => (
+            format!(
+                "latency {} {} {}{}{}{} size {}",
+                l.verb,
+                l.metric,
+                l.transport,
+                if l.inline { " inline" } else { "" },
+                if l.imm { " imm" } else { "" },
+                l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
+                l.size
+            ),
+            "p50_ns",
+            l.stats.p50_ns,
+        ),
+        Record::Throughput(t) => (
+            format!(
+                "tput {} {} {}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                t.verb,
+                t.direction,
+                t.transport,
+                if t.inline { " inline" } else { "" },
+                if t.imm { " imm" } else { "" },
+                t.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
+                match (&t.req, &t.resp) {
+                    (Some(a), Some(b)) => format!(" {a}/{b}"),
+                    _ => String::new(),
+                },
+                t.size,
+                t.signal_period,
+                t.threads,
+                t.qps,
+                t.postlist,
+                t.window
+            ),
+            "mops",
+            t.mops,
+        ),
+    }
+}
+
+pub fn load(path: &Path) -> Result<ResultsDoc> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::usage(format!(
+            "{}: not an rdma-bench results file: {e}",
+            path.display()
+        ))
+    })
+}
+
+pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
+    let sources = docs
+        .iter()
+        .map(|(file, d)| Source {
+            file: file.clone(),
+            label: format!(
+                "{} @ {}, {}",
+                human_name(&d.device.name, d.device.vendor_id, d.device.vendor_part_id),
+                d.host.hostname,
+                d.started_utc.get(..10).unwrap_or(&d.started_utc)
+            ),
+            device: d.device.name.clone(),
+            vendor_id: d.device.vendor_id,
+            vendor_part_id: d.device.vendor_part_id,
+            host: d.host.hostname.clone(),
+            started_utc: d.started_utc.clone(),
+        })
+        .collect();
+    // Keep first-seen order: the first file's points, then points new in later files.
+    let mut order: Vec<String> = Vec::new();
+    let mut table: BTreeMap<String, (&'static str, Vec<Option<f64>>)> = BTreeMap::new();
+    for (i, (_, d)) in docs.iter().enumerate() {
+        for r in &d.results {
+            let (key, figure, value) = point_key(r);
+            let entry = table.entry(key.clone()).or_insert_with(|| {
+                order.push(key.clone());
+                (figure, vec![None; docs.len()])
+            });
+            // A file with a point twice keeps its first measurement.
+            if entry.1[i].is_none() {
+                entry.1[i] = Some(value);
+            }
+        }
+    }
+    let rows = order
+        .into_iter()
+        .map(|key| {
+            let (figure, values) = table
+                .remove(&key)
+                .expect("every ordered key is in the table");
+            let ratios = values
+                .iter()
+                .map(|v| match (values[0], v) {
+                    (Some(a), Some(b)) if a > 0.0 => Some(b / a),
+                    _ => None,
+                })
+                .collect();
+            Row {
+                point: key,
+                figure: figure.to_string(),
+                values,
+                ratios,
+            }
+        })
+        .collect();
+    Comparison { sources, rows }
+}
+
+fn fmt_value(figure: &str, v: Option<f64>) -> String {
+    match (figure, v) {
+        (_, None) => "-".into(),
+        ("p50_ns", Some(ns)) => format!("{:.2} us", ns / 1000.0),
+        (_, Some(m)) => format!("{m:.4} Mops"),
+    }
+}
+
+pub fn run(args: &CompareArgs) -> Result<()> {
+    let docs: Vec<(String, ResultsDoc)> = args
+        .files
+        .iter()
+        .map(|p| Ok((p.display().to_string(), load(p)?)))
+        .collect::<Result<_>>()?;
+    let cmp = compare(&docs);
+    for (i, s) in cmp.sources.iter().enumerate() {
+        println!("# [{}] {} — {}", (b'A' + i as u8) as char, s.label, s.file);
+    }
+    println!("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]");
+    let mut header = format!("{:<70}", "point");
+    for i in 0..cmp.sources.len() {
+        let c = (b'A' + i as u8) as char;
+        header.push_str(&format!(" {:>14}", format!("[{c}]")));
+        if i > 0 {
+            header.push_str(&format!(" {:>8}", format!("{c}/A")));
+        }
+    }
+    println!("{header}");
+    let mut one_sided = 0;
+    for row in &cmp.rows {
+        let mut line = format!("{:<70}", row.point);
+        for (i, v) in row.values.iter().enumerate() {
+            line.push_str(&format!(" {:>14}", fmt_value(&row.figure, *v)));
+            if i > 0 {
+                line.push_str(&format!(
+                    " {:>8}",
+                    row.ratios[i]
+                        .map(|r| format!("{r:.3}"))
+                        .unwrap_or_else(|| "-".into())
+                ));
+            }
+        }
+        if row.values.iter().any(Option::is_none) {
+            one_sided += 1;
+            let present: Vec<String> = row
+                .values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.is_some())
+                .map(|(i, _)| ((b'A' + i as u8) as char).to_string())
+                .collect();
+            line.push_str(&format!("  only in {}", present.join(",")));
+        }
+        println!("{line}");
+    }
+    println!(
+        "# {} points, {} matched in every file, {} present in some files only",
+        cmp.rows.len(),
+        cmp.rows.len() - one_sided,
+        one_sided
+    );
+    if let Some(p) = &args.json {
+        let mut bytes = serde_json::to_vec_pretty(&cmp).expect("comparisons serialise");
+        bytes.push(b'\n');
+        write_atomically(p, &bytes)?;
+    }
+    if let Some(p) = &args.csv {
+        write_atomically(p, &to_csv(&cmp)?)?;
+    }
+    Ok(())
+}
+
+fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| Error::io("formatting CSV", e.into());
+    let mut header = vec!["point".to_string(), "figure".to_string()];
+    for (i, s) in cmp.sources.iter().enumerate() {
+        header.push(s.file.clone());
+        if i > 0 {
+            header.push(format!("ratio {}", s.file));
+        }
+    }
+    w.write_record(&header).map_err(err)?;
+    for row in &cmp.rows {
+        let mut rec = vec![row.point.clone(), row.figure.clone()];
+        for (i, v) in row.values.iter().enumerate() {
+            rec.push(v.map(|v| v.to_string()).unwrap_or_default());
+            if i > 0 {
+                rec.push(row.ratios[i].map(|r| r.to_string()).unwrap_or_default());
+            }
+        }
+        w.write_record(&rec).map_err(err)?;
+    }
+    w.into_inner()
+        .map_err(|e| Error::io("formatting CSV", e.into_error()))
+}

@@ -1,0 +1,41 @@
+//! `rdma-bench read|write|send|echo|atomic [--tput ...]`: one measurement,
+//! printed as a table and saved as JSON/CSV after every point.
+
+use std::time::Duration;
+
+use crate::bench::{DeviceChoice, Port};
+use crate::cli::TestArgs;
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::export::ResultsSink;
+use crate::output::Console;
+use crate::spec::VerbKind;
+
+use super::plan::Plan;
+use super::setup::new_doc;
+
+pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
+    let plan = Plan::from_args(verb, args)?;
+    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
+    sink.check_writable()?;
+    let port = Port::open(&DeviceChoice::from(&args.device))?;
+    let clock = Clock::calibrate(Duration::from_millis(20));
+    let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
+    let console = Console::new(args.quiet, plan.points() as u64);
+    plan.announce(&console, port.ctx.name());
+    let max_inline = doc.device.max_inline;
+    let result = plan.execute(
+        &port,
+        &clock,
+        args.connect.as_deref(),
+        max_inline,
+        None,
+        &mut |record| {
+            console.record(&record);
+            doc.results.push(record);
+            sink.write(&doc)
+        },
+    );
+    console.finish();
+    result
+}

@@ -1,0 +1,91 @@
+//! Human names for NICs, from the vendor and part ids the verbs report, so a
+//! comparison reads "ConnectX-6 vs ConnectX-7" rather than "4123 vs 4129".
+
+/// "ConnectX-6 (0x2c9:4123)" and the like; soft devices by their driver name.
+pub fn human_name(device: &str, vendor_id: u32, part_id: u32) -> String {
+    let model = model(device, vendor_id, part_id);
+    match model {
+        Some(m) => format!("{m} ({vendor_id:#x}:{part_id})"),
+        None => format!("{device} ({vendor_id:#x}:{part_id})"),
+    }
+}
+
+fn model(device: &str, vendor: u32, part: u32) -> Option<&'static str> {
+    if device.starts_with("rxe") {
+        return Some("soft-RoCE (rxe)");
+    }
+    if device.starts_with("siw") {
+        return Some("Soft-iWARP (siw)");
+    }
+    match vendor {
+        // Mellanox, now NVIDIA.
+        0x02c9 => Some(match part {
+            4099 => "ConnectX-3",
+            4103 => "ConnectX-3 Pro",
+            4113 => "Connect-IB",
+            4115 => "ConnectX-4",
+            4117 => "ConnectX-4 Lx",
+            4119 => "ConnectX-5",
+            4121 => "ConnectX-5 Ex",
+            4123 => "ConnectX-6",
+            4125 => "ConnectX-6 Dx",
+            4127 => "ConnectX-6 Lx",
+            4129 => "ConnectX-7",
+            4131 => "ConnectX-8",
+            41682 => "BlueField",
+            41686 => "BlueField-2",
+            41692 => "BlueField-3",
+            _ => "Mellanox/NVIDIA NIC",
+        }),
+        0x8086 => Some(match part {
+            0x1591..=0x1593 | 0x159b => "Intel E810",
+            _ => "Intel NIC",
+        }),
+        0x14e4 => Some("Broadcom NetXtreme-E"),
+        0x1d0f => Some(match part {
+            0xefa0 => "AWS EFA (gen 1)",
+            0xefa1 => "AWS EFA (gen 2)",
+            0xefa2 => "AWS EFA (gen 3)",
+            _ => "AWS EFA",
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_name;
+
+    #[test]
+    fn known_parts_get_names_and_keep_raw_ids() {
+        assert_eq!(
+            human_name("mlx5_0", 0x02c9, 4123),
+            "ConnectX-6 (0x2c9:4123)"
+        );
+        assert_eq!(
+            human_name("mlx4_0", 0x02c9, 4099),
+            "ConnectX-3 (0x2c9:4099)"
+        );
+        assert_eq!(
+            human_name("mlx5_2", 0x02c9, 41686),
+            "BlueField-2 (0x2c9:41686)"
+        );
+        assert_eq!(
+            human_name("irdma0", 0x8086, 0x1592),
+            "Intel E810 (0x8086:5522)"
+        );
+        assert_eq!(
+            human_name("efa_0", 0x1d0f, 0xefa1),
+            "AWS EFA (gen 2) (0x1d0f:61345)"
+        );
+        assert_eq!(
+            human_name("rxe0", 0xffffff, 0),
+            "soft-RoCE (rxe) (0xffffff:0)"
+        );
+        assert_eq!(
+            human_name("siw0", 0x626d74, 0),
+            "Soft-iWARP (siw) (0x626d74:0)"
+        );
+        assert_eq!(human_name("foo0", 0x1234, 7), "foo0 (0x1234:7)");
+    }
+}

@@ -1,0 +1,419 @@
+//! Experiment files (`bench-configs/*.toml`): named series of measurements,
+//! each a verb with its knobs. Keys are the command line's long options with
+//! `_` for `-`, so everything a flag accepts a key accepts, and both go
+//! through the same validation. Errors name the file, the line and the key.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use clap::Parser;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::cli::{Cli, Command};
+use crate::cmd::plan::Plan;
+use crate::error::{Error, Result};
+use crate::spec::VerbKind;
+
+/// Keys a series (or `[defaults]`) may have besides `label`, `verb`, `metric`
+/// and `direction`: each maps to the option `--<key with - for _>`.
+const OPTION_KEYS: &[&str] = &[
+    "size",
+    "iters",
+    "duration",
+    "warmup",
+    "inline",
+    "transport",
+    "imm",
+    "op",
+    "completion",
+    "timeout",
+    "signal_period",
+    "qps",
+    "postlist",
+    "window",
+    "threads",
+    "warmup_time",
+    "req",
+    "resp",
+    "group",
+];
+
+type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExperimentFile {
+    name: Spanned<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    defaults: Option<Table>,
+    series: Vec<Table>,
+}
+
+/// One series, validated and ready to run.
+pub struct Series {
+    pub label: String,
+    pub plan: Plan,
+}
+
+pub struct Experiment {
+    pub name: String,
+    pub description: Option<String>,
+    pub series: Vec<Series>,
+}
+
+impl Experiment {
+    pub fn points(&self) -> usize {
+        self.series.iter().map(|s| s.plan.points()).sum()
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, offset: usize, msg: impl std::fmt::Display) -> Error {
+        Error::usage(format!(
+            "{}:{}: {msg}",
+            self.file,
+            line_of(self.text, offset)
+        ))
+    }
+}
+
+pub fn load(path: &Path) -> Result<Experiment> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("{file}: cannot read: {e}")))?;
+    parse(&file, &text)
+}
+
+/// Parses and validates an experiment; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Experiment> {
+    let cx = Ctx { file, text };
+    let raw: ExperimentFile = toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|s| s.start).unwrap_or(0);
+        cx.err(at, e.message().trim())
+    })?;
+    let name = raw.name.get_ref().trim().to_string();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(cx.err(
+            raw.name.span().start,
+            format!("key 'name': '{name}' must be non-empty letters, digits, '-', '_' or '.' (it names the results files)"),
+        ));
+    }
+    if raw.series.is_empty() {
+        return Err(cx.err(0, "no [[series]]: an experiment needs at least one"));
+    }
+    let defaults = raw.defaults.unwrap_or_default();
+    check_keys(&cx, &defaults, true)?;
+    let mut series = Vec::new();
+    for (i, table) in raw.series.iter().enumerate() {
+        check_keys(&cx, table, false)?;
+        series.push(build_series(&cx, i, &defaults, table)?);
+    }
+    Ok(Experiment {
+        name,
+        description: raw.description,
+        series,
+    })
+}
+
+fn check_keys(cx: &Ctx, table: &Table, defaults: bool) -> Result<()> {
+    for key in table.keys() {
+        let k = key.get_ref().as_str();
+        let known = OPTION_KEYS.contains(&k)
+            || matches!(k, "verb" | "metric" | "direction")
+            || (!defaults && k == "label");
+        if !known {
+            return Err(cx.err(
+                key.span().start,
+                format!(
+                    "unknown key '{k}'{} (known: label, verb, metric, direction, {})",
+                    if defaults { " in [defaults]" } else { "" },
+                    OPTION_KEYS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A value as the command line would spell it (lists become `a,b,c`).
+fn as_arg(v: &toml::Value) -> std::result::Result<String, String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|i| match i {
+                toml::Value::Array(_) | toml::Value::Table(_) => {
+                    Err("lists must hold numbers or strings".to_string())
+                }
+                other => as_arg(other),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map(|v| v.join(",")),
+        toml::Value::Boolean(_) => Err("is a flag: true or false".into()),
+        _ => Err("unsupported value type".into()),
+    }
+}
+
+fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Result<Series> {
+    // The series' own keys override [defaults].
+    let mut merged: BTreeMap<String, &Spanned<toml::Value>> = BTreeMap::new();
+    for (k, v) in defaults.iter().chain(table.iter()) {
+        merged.insert(k.get_ref().clone(), v);
+    }
+    let first_key = table.keys().next().map(|k| k.span().start).unwrap_or(0);
+    let text_of = |key: &str| -> Result<Option<(String, usize)>> {
+        match merged.get(key) {
+            None => Ok(None),
+            Some(v) => match v.get_ref() {
+                toml::Value::String(s) => Ok(Some((s.clone(), v.span().start))),
+                _ => Err(cx.err(v.span().start, format!("key '{key}': expected a string"))),
+            },
+        }
+    };
+    let (verb, verb_at) = text_of("verb")?.ok_or_else(|| {
+        cx.err(
+            first_key,
+            format!("series {}: key 'verb' is missing", index + 1),
+        )
+    })?;
+    let label = text_of("label")?
+        .map(|(l, _)| l)
+        .unwrap_or_else(|| format!("{verb} #{}", index + 1));
+    let where_ =
+        |key: &str| -> usize { merged.get(key).map(|v| v.span().start).unwrap_or(first_key) };
+    let in_series = format!("series '{label}'");
+    let verb_kind = match verb.as_str() {
+        "read" => VerbKind::Read,
+        "write" => VerbKind::Write,
+        "send" => VerbKind::Send,
+        "echo" => VerbKind::Echo,
+        "atomic" => VerbKind::Atomic,
+        other => return Err(cx.err(
+            verb_at,
+            format!(
+                "key 'verb' ({in_series}): '{other}' is not one of read, write, send, echo, atomic"
+            ),
+        )),
+    };
+    let mut argv: Vec<String> = vec!["rdma-bench".into(), verb.clone()];
+    match text_of("metric")?.map(|(m, at)| (m, at)) {
+        None => {}
+        Some((m, _)) if m == "latency" => {}
+        Some((m, _)) if m == "throughput" => {
+            let direction = text_of("direction")?.map(|(d, _)| d).unwrap_or_default();
+            argv.push(format!("--tput={direction}"));
+        }
+        Some((m, at)) => {
+            return Err(cx.err(
+                at,
+                format!("key 'metric' ({in_series}): '{m}' is not latency or throughput"),
+            ))
+        }
+    }
+    if merged.contains_key("direction") && !argv.iter().any(|a| a.starts_with("--tput")) {
+        return Err(cx.err(
+            where_("direction"),
+            format!("key 'direction' ({in_series}): only for metric = \"throughput\""),
+        ));
+    }
+    for key in OPTION_KEYS {
+        let Some(v) = merged.get(*key) else { continue };
+        let flag = format!("--{}", key.replace('_', "-"));
+        match v.get_ref() {
+            toml::Value::Boolean(true) => argv.push(flag),
+            toml::Value::Boolean(false) => {}
+            other => {
+                let text = as_arg(other).map_err(|e| {
+                    cx.err(v.span().start, format!("key '{key}' ({in_series}): {e}"))
+                })?;
+                argv.push(format!("{flag}={text}"));
+            }
+        }
+    }
+    // Parse and validate exactly as the command line would.
+    let cli = Cli::try_parse_from(&argv).map_err(|e| {
+        let msg = e.to_string();
+        let first = msg
+            .lines()
+            .next()
+            .unwrap_or("invalid value")
+            .trim_start_matches("error: ");
+        let key = option_in(first).unwrap_or_else(|| "verb".into());
+        cx.err(where_(&key), format!("key '{key}' ({in_series}): {first}"))
+    })?;
+    let args = match &cli.command {
+        Command::Read(a)
+        | Command::Write(a)
+        | Command::Send(a)
+        | Command::Echo(a)
+        | Command::Atomic(a) => a,
+        _ => unreachable!("argv starts with a verb"),
+    };
+    let plan = Plan::from_args(verb_kind, args).map_err(|e| {
+        let msg = e.to_string();
+        let key = option_in(&msg).unwrap_or_else(|| "verb".into());
+        let key = if key == "tput" {
+            "direction".to_string()
+        } else {
+            key
+        };
+        cx.err(where_(&key), format!("key '{key}' ({in_series}): {msg}"))
+    })?;
+    Ok(Series { label, plan })
+}
+
+/// The first `--option` a message names, as a config key.
+fn option_in(msg: &str) -> Option<String> {
+    let at = msg.find("--")?;
+    let name: String = msg[at + 2..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    (!name.is_empty()).then(|| name.replace('-', "_"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+description = "two series"
+[defaults]
+iters = 100
+[[series]]
+label = "READ"
+verb = "read"
+size = "2..64"
+[[series]]
+label = "WRITE tput"
+verb = "write"
+metric = "throughput"
+direction = "inbound"
+signal_period = [1, 64]
+qps = 4
+"#;
+
+    #[test]
+    fn a_good_file_becomes_series_with_points() {
+        let e = parse("good.toml", GOOD).unwrap();
+        assert_eq!(e.name, "t");
+        assert_eq!(e.series.len(), 2);
+        assert_eq!(e.series[0].label, "READ");
+        assert_eq!(e.series[0].plan.points(), 6);
+        assert_eq!(e.series[1].plan.points(), 2);
+        assert_eq!(e.points(), 8);
+        match &e.series[0].plan {
+            Plan::Latency(s) => assert_eq!(s.iters, 100, "defaults apply"),
+            _ => panic!("READ is a latency series"),
+        }
+    }
+
+    fn refused(text: &str, needles: &[&str]) {
+        let e = match parse("x.toml", text) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => e,
+        };
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        for n in needles {
+            assert!(msg.contains(n), "'{msg}' lacks '{n}'");
+        }
+    }
+
+    #[test]
+    fn every_shipped_config_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-configs");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let e = load(&path).unwrap_or_else(|e| panic!("{e}"));
+                assert!(e.points() > 0, "{}", path.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 8, "the eight shipped experiments are there ({n})");
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"read\"\nsizes = 4\n",
+            &["x.toml:4:", "unknown key 'sizes'"],
+        );
+        refused(
+            "name = \"t\"\nbogus = 1\n[[series]]\nverb = \"read\"\n",
+            &["x.toml:2:", "bogus"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"fly\"\n",
+            &["x.toml:3:", "key 'verb'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nsignal_period = 4\npostlist = 8\n",
+            &["x.toml:7:", "key 'postlist'", "--postlist 8"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"read\"\ntransport = \"uc\"\n",
+            &["x.toml:4:", "key 'transport'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"read\"\nsize = \"x\"\n",
+            &["x.toml:4:", "key 'size'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"read\"\niters = -3\n",
+            &["x.toml:4:", "key 'iters'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"atomic\"\nop = \"mul\"\n",
+            &["x.toml:4:", "key 'op'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"write\"\ndirection = \"inbound\"\n",
+            &["x.toml:4:", "key 'direction'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"speed\"\n",
+            &["x.toml:4:", "key 'metric'"],
+        );
+        refused(
+            "name = \"a b\"\n[[series]]\nverb = \"read\"\n",
+            &["x.toml:1:", "key 'name'"],
+        );
+        refused("name = \"t\"\n", &["x.toml", "series"]);
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"write\"\ninline = 3\n",
+            &["x.toml:4:", "key 'inline'"],
+        );
+        refused(
+            "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\n",
+            &["x.toml:4:", "key 'direction'"],
+        );
+        refused("name = \"t\"\n[[series]\n", &["x.toml:2:"]);
+        refused(
+            "name = \"t\"\n[defaults]\nlabel = \"x\"\n[[series]]\nverb = \"read\"\n",
+            &["x.toml:3:", "'label' in [defaults]"],
+        );
+    }
+}
