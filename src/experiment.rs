@@ -215,7 +215,7 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
         )),
     };
     let mut argv: Vec<String> = vec!["rdma-bench".into(), verb.clone()];
-    match text_of("metric")?.map(|(m, at)| (m, at)) {
+    match text_of("metric")? {
         None => {}
         Some((m, _)) if m == "latency" => {}
         Some((m, _)) if m == "throughput" => {
