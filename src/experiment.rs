@@ -207,12 +207,14 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
         "send" => VerbKind::Send,
         "echo" => VerbKind::Echo,
         "atomic" => VerbKind::Atomic,
-        other => return Err(cx.err(
-            verb_at,
-            format!(
+        other => {
+            return Err(cx.err(
+                verb_at,
+                format!(
                 "key 'verb' ({in_series}): '{other}' is not one of read, write, send, echo, atomic"
             ),
-        )),
+            ))
+        }
     };
     let mut argv: Vec<String> = vec!["rdma-bench".into(), verb.clone()];
     match text_of("metric")? {

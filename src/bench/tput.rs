@@ -539,13 +539,15 @@ fn issue_thread(
     let mut completions = 0u64;
     loop {
         let now = clock.now();
+        // The window ends no earlier than one full loop after it began, so a
+        // slow loop (many QPs on a slow machine) still measures something.
+        if window.iters.is_none() && measuring && now >= end && now > t_measure {
+            break;
+        }
         if !measuring && now >= warm_end {
             base.copy_from_slice(&posted);
             t_measure = now;
             measuring = true;
-        }
-        if window.iters.is_none() && now >= end {
-            break;
         }
         if window.iters.is_some() && completed.iter().all(|&c| c >= limit) {
             break;
@@ -1047,16 +1049,17 @@ fn echo_client_thread(
     let mut completions = 0u64;
     loop {
         let now = clock.now();
-        if !measuring && now >= warm_end {
-            base.copy_from_slice(&done_q);
-            t_measure = now;
-            measuring = true;
-        }
-        if !stopping && now >= end {
+        // As for issuers: the window ends no earlier than one loop after it began.
+        if !stopping && measuring && now >= end && now > t_measure {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;
             at_end.copy_from_slice(&done_q);
             stopped_at = now;
+        }
+        if !measuring && now >= warm_end {
+            base.copy_from_slice(&done_q);
+            t_measure = now;
+            measuring = true;
         }
         let in_flight = busy.iter().any(|b| *b);
         if stopping && !in_flight {
