@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// No tables and no progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Continue an interrupted run: keep FILE's points, run only the missing
+    /// ones, and write into FILE (and the CSV beside it).
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -21,7 +21,9 @@ pub enum Error {
         what: String,
         source: std::io::Error,
     },
-    #[error("interrupted")]
+    #[error(
+        "interrupted (the point in progress was abandoned; points measured before it are saved)"
+    )]
     Interrupted,
 }
 
@@ -30,6 +32,8 @@ impl Error {
         match self {
             // A device name that does not exist is a typo, not a run-time failure.
             Error::Usage(_) | Error::Verbs(VerbsError::DeviceNotFound { .. }) => 2,
+            // The shell's convention for "ended by SIGINT".
+            Error::Interrupted => 130,
             _ => 1,
         }
     }

@@ -419,3 +419,38 @@ qps = 4
         );
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::parse;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any text is either a valid experiment or a one-line usage error; never a panic.
+        #[test]
+        fn any_text_parses_or_is_refused(text in "\\PC{0,300}") {
+            if let Err(e) = parse("f.toml", &text) {
+                prop_assert_eq!(e.exit_code(), 2);
+                prop_assert!(e.to_string().starts_with("f.toml"));
+            }
+        }
+
+        /// Plausible files with random keys and values: same guarantee.
+        #[test]
+        fn random_series_parse_or_are_refused(
+            key in "(size|iters|qps|postlist|signal_period|window|transport|op|inline|verb|bogus)",
+            value in "(1|0|-1|\"2..64\"|\"rc,uc\"|\"x\"|true|3.5|\\[1, 2\\]|\"fadd\")",
+            verb in "(read|write|send|echo|atomic|fly)",
+            metric in "(latency|throughput|)",
+        ) {
+            let metric_line = if metric.is_empty() { String::new() } else { format!("metric = \"{metric}\"\ndirection = \"inbound\"\n") };
+            let text = format!("name = \"p\"\n[[series]]\nverb = \"{verb}\"\n{metric_line}{key} = {value}\n");
+            if let Err(e) = parse("p.toml", &text) {
+                prop_assert_eq!(e.exit_code(), 2);
+                prop_assert!(e.to_string().starts_with("p.toml:"), "{}", e);
+            }
+        }
+    }
+}

@@ -31,6 +31,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Err(e) = rdma_bench::bench::wait::stop_on_signals() {
+        eprintln!("error: cannot install signal handlers: {e}");
+        std::process::exit(1);
+    }
     let result = match &cli.command {
         Command::Devices(a) => cmd::devices::run(a),
         Command::Serve(a) => cmd::serve::run(a),

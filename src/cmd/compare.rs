@@ -251,3 +251,83 @@ fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
     w.into_inner()
         .map_err(|e| Error::io("formatting CSV", e.into_error()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{DeviceInfo, LatencyRecord, Record, ResultsDoc};
+    use crate::stats::LatencyStats;
+
+    fn doc(device: &str, part: u32, points: &[(u32, f64)]) -> (String, ResultsDoc) {
+        let results = points
+            .iter()
+            .map(|&(size, p50)| {
+                Record::Latency(LatencyRecord {
+                    series: None,
+                    verb: "write".into(),
+                    metric: "half_rtt".into(),
+                    transport: "rc".into(),
+                    size,
+                    inline: false,
+                    imm: false,
+                    op: None,
+                    iters: 10,
+                    warmup_dropped: 0,
+                    elapsed_s: 1.0,
+                    stats: LatencyStats {
+                        p50_ns: p50,
+                        ..Default::default()
+                    },
+                    rtt_p50_ns: None,
+                    rtt_mean_ns: None,
+                    sent: 10,
+                    server_received: None,
+                    verify_failures: 0,
+                    histogram: vec![],
+                })
+            })
+            .collect();
+        (
+            format!("{device}.json"),
+            ResultsDoc {
+                schema_version: 1,
+                tool: "rdma-bench".into(),
+                tool_version: "0".into(),
+                command_line: vec![],
+                started_utc: "2026-11-29T00:00:00Z".into(),
+                peer: "loopback".into(),
+                experiment: None,
+                environment: None,
+                clock: String::new(),
+                host: Default::default(),
+                device: DeviceInfo {
+                    name: device.into(),
+                    vendor_id: 0x02c9,
+                    vendor_part_id: part,
+                    ..Default::default()
+                },
+                results,
+            },
+        )
+    }
+
+    #[test]
+    fn points_match_by_parameters_and_one_sided_ones_stay() {
+        let a = doc("mlx4_0", 4099, &[(2, 2000.0), (64, 2400.0), (4096, 9000.0)]);
+        let b = doc("mlx5_0", 4123, &[(64, 1200.0), (2, 1000.0), (8192, 5000.0)]);
+        let cmp = compare(&[a, b]);
+        assert!(cmp.sources[0].label.starts_with("ConnectX-3 (0x2c9:4099)"));
+        assert!(cmp.sources[1].label.starts_with("ConnectX-6 (0x2c9:4123)"));
+        let row = |size: u32| {
+            cmp.rows
+                .iter()
+                .find(|r| r.point.ends_with(&format!("size {size}")))
+                .unwrap()
+        };
+        assert_eq!(row(2).ratios[1], Some(0.5));
+        assert_eq!(row(64).ratios[1], Some(0.5));
+        assert_eq!(row(4096).values, vec![Some(9000.0), None], "only in A");
+        assert_eq!(row(8192).values, vec![None, Some(5000.0)], "only in B");
+        assert_eq!(cmp.rows.len(), 4);
+    }
+}

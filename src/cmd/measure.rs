@@ -23,6 +23,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
     let console = Console::new(args.quiet, plan.points() as u64);
     plan.announce(&console, port.ctx.name());
+    // The files exist (and parse) from the start, whatever happens next.
+    sink.write(&doc)?;
     let max_inline = doc.device.max_inline;
     let result = plan.execute(
         &port,

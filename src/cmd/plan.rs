@@ -8,9 +8,52 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::output::Console;
 use crate::results::Record;
-use crate::spec::{LatencySpec, TputSpec, VerbKind};
+use crate::spec::{LatencySpec, TputPoint, TputSpec, VerbKind};
+use crate::verbs::Transport;
 
 use super::setup::connect_to;
+
+/// Identifies a point within an experiment, both before it runs (from a
+/// plan) and after (from its record), so `--resume` can skip what is done.
+pub fn record_id(r: &Record) -> String {
+    match r {
+        Record::Latency(l) => latency_id(l.series.as_deref(), l.size),
+        Record::Throughput(t) => tput_id(
+            t.series.as_deref(),
+            &TputPoint {
+                transport: match t.transport.as_str() {
+                    "uc" => Transport::Uc,
+                    "ud" => Transport::Ud,
+                    _ => Transport::Rc,
+                },
+                size: t.size,
+                signal_period: t.signal_period,
+                qps: t.qps,
+                postlist: t.postlist,
+                window: t.window,
+                threads: t.threads,
+            },
+        ),
+    }
+}
+
+fn latency_id(series: Option<&str>, size: u32) -> String {
+    format!("{}|latency|{size}", series.unwrap_or(""))
+}
+
+fn tput_id(series: Option<&str>, p: &TputPoint) -> String {
+    format!(
+        "{}|tput|{}|{}|{}|{}|{}|{}|{}",
+        series.unwrap_or(""),
+        p.transport,
+        p.size,
+        p.signal_period,
+        p.qps,
+        p.postlist,
+        p.window,
+        p.threads
+    )
+}
 
 pub enum Plan {
     Latency(LatencySpec),
@@ -26,6 +69,23 @@ impl Plan {
             Ok(Plan::Tput(spec, skipped))
         } else {
             Ok(Plan::Latency(super::latency::spec_from_args(verb, args)?))
+        }
+    }
+
+    /// The same plan without the points whose ids are in `done`.
+    pub fn without(&self, series: Option<&str>, done: &std::collections::HashSet<String>) -> Plan {
+        match self {
+            Plan::Latency(s) => {
+                let mut s = s.clone();
+                s.sizes
+                    .retain(|&size| !done.contains(&latency_id(series, size)));
+                Plan::Latency(s)
+            }
+            Plan::Tput(s, skipped) => {
+                let mut s = s.clone();
+                s.points.retain(|p| !done.contains(&tput_id(series, p)));
+                Plan::Tput(s, skipped.clone())
+            }
         }
     }
 

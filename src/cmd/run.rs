@@ -1,6 +1,7 @@
 //! `rdma-bench run bench-configs/X.toml`: every series of an experiment, one
 //! connection per series, into one self-describing results file pair.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::bench::{DeviceChoice, Port};
@@ -11,6 +12,7 @@ use crate::experiment;
 use crate::export::ResultsSink;
 use crate::output::Console;
 
+use super::plan::{record_id, Plan};
 use super::setup::new_doc;
 
 /// `<experiment>-<device>-<host>-<UTC time>`, safe as a file name.
@@ -38,47 +40,101 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 
 pub fn run(args: &RunArgs) -> Result<()> {
     let exp = experiment::load(&args.config)?;
+    // What an interrupted run already measured, checked before any device work.
+    let resumed = match &args.resume {
+        Some(path) => {
+            let doc =
+                super::compare::load(path).map_err(|e| Error::usage(format!("--resume: {e}")))?;
+            if doc.experiment.as_deref() != Some(exp.name.as_str()) {
+                return Err(Error::usage(format!(
+                    "--resume {}: holds experiment {:?}, not '{}'",
+                    path.display(),
+                    doc.experiment.as_deref().unwrap_or("(none)"),
+                    exp.name
+                )));
+            }
+            Some((path.clone(), doc))
+        }
+        None => None,
+    };
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let clock = Clock::calibrate(Duration::from_millis(20));
-    let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
-    doc.experiment = Some(exp.name.clone());
-    let stem = results_stem(
-        &exp.name,
-        &doc.device.name,
-        &doc.host.hostname,
-        &doc.started_utc,
-    );
-    let json = args.out.join(format!("{stem}.json"));
-    let csv = args.out.join(format!("{stem}.csv"));
+    let (json, mut doc) = match resumed {
+        Some((path, doc)) => (path, doc),
+        None => {
+            let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
+            doc.experiment = Some(exp.name.clone());
+            let stem = results_stem(
+                &exp.name,
+                &doc.device.name,
+                &doc.host.hostname,
+                &doc.started_utc,
+            );
+            (args.out.join(format!("{stem}.json")), doc)
+        }
+    };
+    if doc.device.name != port.ctx.name() {
+        return Err(Error::usage(format!(
+            "--resume: the file was measured on {}, this run would use {} (give -d {})",
+            doc.device.name,
+            port.ctx.name(),
+            doc.device.name
+        )));
+    }
+    let done: HashSet<String> = doc.results.iter().map(record_id).collect();
+    let plans: Vec<(String, Plan)> = exp
+        .series
+        .iter()
+        .map(|s| (s.label.clone(), s.plan.without(Some(&s.label), &done)))
+        .collect();
+    let csv = json.with_extension("csv");
     let sink = ResultsSink::new(Some(json.clone()), Some(csv.clone()));
-    let console = Console::new(args.quiet, exp.points() as u64);
+    let todo: usize = plans.iter().map(|(_, p)| p.points()).sum();
+    let console = Console::new(args.quiet, todo as u64);
     if let Some(d) = &exp.description {
         console.note(&format!("{}: {d}", exp.name));
     }
+    if !done.is_empty() {
+        console.note(&format!(
+            "resuming {}: {} points already measured, {todo} to go",
+            json.display(),
+            done.len()
+        ));
+    }
+    // The file exists (and parses) from the start, whatever happens next.
+    sink.write(&doc)?;
     let max_inline = doc.device.max_inline;
-    for series in &exp.series {
-        console.note(&format!("series '{}'", series.label));
-        series.plan.announce(&console, port.ctx.name());
-        series.plan.execute(
-            &port,
-            &clock,
-            args.connect.as_deref(),
-            max_inline,
-            Some(&series.label),
-            &mut |record| {
-                console.record(&record);
-                doc.results.push(record);
-                sink.write(&doc)
-            },
-        )?;
-    }
+    let result = plans
+        .iter()
+        .filter(|(_, p)| p.points() > 0)
+        .try_for_each(|(label, plan)| {
+            console.note(&format!("series '{label}'"));
+            plan.announce(&console, port.ctx.name());
+            plan.execute(
+                &port,
+                &clock,
+                args.connect.as_deref(),
+                max_inline,
+                Some(label),
+                &mut |record| {
+                    console.record(&record);
+                    doc.results.push(record);
+                    sink.write(&doc)
+                },
+            )
+        });
     console.finish();
-    if !args.quiet {
-        println!("# wrote {} and {}", json.display(), csv.display());
+    if !args.quiet || result.is_err() {
+        eprintln!(
+            "# {} points in {} and {}",
+            doc.results.len(),
+            json.display(),
+            csv.display()
+        );
     }
-    Ok(())
+    result
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::bench::wait::aborted;
 use crate::bench::{serve_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::ServeArgs;
 use crate::clock::Clock;
@@ -47,14 +48,33 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     let active = Arc::new(AtomicUsize::new(0));
     let groups = Arc::new(Rendezvous::default());
     let handshake = Duration::from_secs_f64(args.timeout);
-    for stream in listener.incoming() {
-        let stream = match stream {
-            Ok(s) => s,
+    // Accept without blocking forever, so SIGINT/SIGTERM end the server cleanly.
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("making the listener non-blocking", e))?;
+    loop {
+        if aborted() {
+            eprintln!(
+                "serve: stopping ({} clients still connected)",
+                active.load(Ordering::SeqCst)
+            );
+            return Err(Error::Interrupted);
+        }
+        let stream = match listener.accept() {
+            Ok((s, _)) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
             Err(e) => {
                 eprintln!("serve: accept failed: {e}");
                 continue;
             }
         };
+        if let Err(e) = stream.set_nonblocking(false) {
+            eprintln!("serve: dropped a connection: {e}");
+            continue;
+        }
         if active.fetch_add(1, Ordering::SeqCst) >= args.max_clients {
             active.fetch_sub(1, Ordering::SeqCst);
             refuse_busy(stream, args.max_clients);
@@ -73,7 +93,6 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             active.fetch_sub(1, Ordering::SeqCst);
         });
     }
-    Ok(())
 }
 
 fn serve_one(

@@ -1,9 +1,10 @@
 //! The in-process control channel of loopback runs.
 
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{Control, Message};
+use super::{Control, Message, SLICE};
+use crate::bench::wait::aborted;
 use crate::error::{Error, Result};
 
 pub struct LocalChannel {
@@ -39,16 +40,28 @@ impl Control for LocalChannel {
     }
 
     fn recv(&mut self, timeout: Duration) -> Result<Message> {
-        self.rx.recv_timeout(timeout).map_err(|e| match e {
-            RecvTimeoutError::Timeout => Error::Timeout {
-                what: format!("the {}", self.name),
-                secs: timeout.as_secs_f64(),
-            },
-            RecvTimeoutError::Disconnected => Error::Peer {
-                peer: self.name.into(),
-                what: "stopped".into(),
-            },
-        })
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Wait in slices so an interrupt is noticed within one.
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left.min(SLICE)) {
+                Ok(m) => return Ok(m),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Error::Peer {
+                        peer: self.name.into(),
+                        what: "stopped".into(),
+                    })
+                }
+                Err(RecvTimeoutError::Timeout) if left <= SLICE => {
+                    return Err(Error::Timeout {
+                        what: format!("the {}", self.name),
+                        secs: timeout.as_secs_f64(),
+                    })
+                }
+                Err(RecvTimeoutError::Timeout) if aborted() => return Err(Error::Interrupted),
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
     }
 
     fn peer(&self) -> String {

@@ -18,6 +18,9 @@ use crate::error::Result;
 use crate::spec::{TestSpec, TputPoint};
 use crate::verbs::Endpoint;
 
+/// Longest a blocking control wait goes without checking for an interrupt.
+pub const SLICE: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Bumped whenever a `Message` changes shape or meaning.
 pub const PROTOCOL_VERSION: u32 = 2;
 

@@ -4,9 +4,10 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{Control, Message};
+use super::{Control, Message, SLICE};
+use crate::bench::wait::aborted;
 use crate::error::{Error, Result};
 
 /// The largest frame either side accepts.
@@ -15,6 +16,10 @@ pub const MAX_FRAME: usize = 64 * 1024;
 pub struct TcpChannel {
     stream: TcpStream,
     peer: String,
+    /// Bytes of a frame received so far. A `recv` that times out mid-frame
+    /// keeps them, so the next `recv` continues the same frame instead of
+    /// mistaking its middle for a header.
+    pending: Vec<u8>,
 }
 
 impl TcpChannel {
@@ -26,7 +31,11 @@ impl TcpChannel {
         stream
             .set_nodelay(true)
             .map_err(|e| Error::io(format!("setting TCP_NODELAY to {peer}"), e))?;
-        Ok(Self { stream, peer })
+        Ok(Self {
+            stream,
+            peer,
+            pending: Vec::new(),
+        })
     }
 
     fn peer_err(&self, what: impl Into<String>) -> Error {
@@ -69,15 +78,13 @@ impl Control for TcpChannel {
     }
 
     fn recv(&mut self, timeout: Duration) -> Result<Message> {
-        self.stream
-            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))
-            .map_err(|e| Error::io("setting a read timeout", e))?;
-        let mut header = [0u8; 4];
-        self.read_exact_or(&mut header, timeout)?;
+        let deadline = Instant::now() + timeout;
+        self.fill_to(4, deadline, timeout)?;
+        let header: [u8; 4] = self.pending[..4].try_into().expect("four bytes");
         let len = frame_len(header).map_err(|e| self.peer_err(e))?;
-        let mut body = vec![0u8; len];
-        self.read_exact_or(&mut body, timeout)?;
-        decode(&body).map_err(|e| self.peer_err(e))
+        self.fill_to(4 + len, deadline, timeout)?;
+        let frame: Vec<u8> = self.pending.drain(..4 + len).collect();
+        decode(&frame[4..]).map_err(|e| self.peer_err(e))
     }
 
     fn peer(&self) -> String {
@@ -86,14 +93,164 @@ impl Control for TcpChannel {
 }
 
 impl TcpChannel {
-    fn read_exact_or(&mut self, buf: &mut [u8], timeout: Duration) -> Result<()> {
-        self.stream.read_exact(buf).map_err(|e| match e.kind() {
-            ErrorKind::WouldBlock | ErrorKind::TimedOut => Error::Timeout {
-                what: format!("peer {}", self.peer),
-                secs: timeout.as_secs_f64(),
-            },
-            ErrorKind::UnexpectedEof => self.peer_err("closed the connection"),
-            _ => self.peer_err(format!("read failed: {e}")),
-        })
+    /// Reads until `pending` holds `want` bytes or `deadline` passes, in
+    /// slices so an interrupt is noticed.
+    fn fill_to(&mut self, want: usize, deadline: Instant, timeout: Duration) -> Result<()> {
+        let mut chunk = [0u8; 4096];
+        while self.pending.len() < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout {
+                    what: format!("peer {}", self.peer),
+                    secs: timeout.as_secs_f64(),
+                });
+            }
+            if aborted() {
+                return Err(Error::Interrupted);
+            }
+            self.stream
+                .set_read_timeout(Some(left.min(SLICE).max(Duration::from_millis(1))))
+                .map_err(|e| Error::io("setting a read timeout", e))?;
+            let room = (want - self.pending.len()).min(chunk.len());
+            match self.stream.read(&mut chunk[..room]) {
+                Ok(0) => return Err(self.peer_err("closed the connection")),
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(self.peer_err(format!("read failed: {e}"))),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{AtomicOp, LatencyMode, LatencySpec, TestSpec, VerbKind};
+    use crate::verbs::{Endpoint, Gid, Transport};
+    use proptest::prelude::*;
+
+    fn hello() -> Message {
+        Message::Hello {
+            version: crate::connect::PROTOCOL_VERSION,
+            tool_version: "0.1.0".into(),
+            spec: TestSpec::Latency(LatencySpec {
+                verb: VerbKind::Atomic,
+                mode: LatencyMode::Completion,
+                transport: Transport::Rc,
+                inline: false,
+                imm: false,
+                op: Some(AtomicOp::Cas),
+                sizes: vec![8],
+                iters: 5,
+                duration_s: None,
+                warmup: 1,
+                timeout_s: 3.0,
+            }),
+            endpoint: Some(Endpoint {
+                qpn: 17,
+                psn: 0xabcdef,
+                lid: 0,
+                gid: Gid([7; 16]),
+                addr: 0xdead_beef,
+                rkey: 99,
+                len: 4096,
+            }),
+        }
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let m = hello();
+        let frame = encode(&m);
+        let len = frame_len(frame[..4].try_into().unwrap()).unwrap();
+        assert_eq!(len, frame.len() - 4);
+        assert_eq!(decode(&frame[4..]).unwrap(), m);
+        for m in [
+            Message::Bye,
+            Message::Go { index: 3 },
+            Message::Ready { index: 1 },
+        ] {
+            assert_eq!(decode(&encode(&m)[4..]).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn oversized_empty_and_truncated_frames_are_refused() {
+        assert!(frame_len((MAX_FRAME as u32 + 1).to_be_bytes())
+            .unwrap_err()
+            .contains("limit"));
+        assert!(frame_len(0u32.to_be_bytes()).is_err());
+        let frame = encode(&hello());
+        assert!(
+            decode(&frame[4..frame.len() - 3]).is_err(),
+            "truncated body"
+        );
+        assert!(decode(br#"{"type":"hello"}"#).is_err(), "missing fields");
+        assert!(
+            decode(br#"{"type":"launch_missiles"}"#).is_err(),
+            "unknown message"
+        );
+    }
+
+    /// A frame that arrives in pieces across several short `recv` timeouts is
+    /// still read whole: a timeout must never desynchronise the framing.
+    #[test]
+    fn a_timeout_mid_frame_keeps_the_frame() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let writer = std::thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            let frame = encode(&hello());
+            for piece in [&frame[..2], &frame[2..7], &frame[7..]] {
+                s.write_all(piece).unwrap();
+                s.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            s.write_all(&encode(&Message::Bye)).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        });
+        let (stream, _) = listener.accept().unwrap();
+        let mut ch = TcpChannel::new(stream).unwrap();
+        let mut got = Vec::new();
+        let mut timeouts = 0;
+        while got.len() < 2 {
+            match ch.recv(Duration::from_millis(5)) {
+                Ok(m) => got.push(m),
+                Err(crate::error::Error::Timeout { .. }) => timeouts += 1,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        writer.join().unwrap();
+        assert!(timeouts > 0, "the test did time out mid-frame");
+        assert_eq!(got, vec![hello(), Message::Bye]);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        /// Whatever bytes arrive, decoding answers (Ok or Err) and never panics.
+        #[test]
+        fn decoding_random_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode(&bytes);
+            if bytes.len() >= 4 {
+                let _ = frame_len(bytes[..4].try_into().unwrap());
+            }
+        }
+
+        /// Mutating a valid frame's body yields an error or a well-formed message, never a panic.
+        #[test]
+        fn corrupted_frames_never_panic(at in 0usize..400, byte in any::<u8>(), cut in 0usize..400) {
+            let mut body = encode(&hello())[4..].to_vec();
+            let i = at % body.len();
+            body[i] = byte;
+            body.truncate(body.len() - cut % body.len());
+            let _ = decode(&body);
+        }
     }
 }
