@@ -1,0 +1,143 @@
+//! Host-side tests over the example results committed in results/ (real
+//! soft-RoCE runs): every plotting script draws them, and `compare` matches
+//! two runs of one experiment point by point. No device is needed; matplotlib
+//! is (scripts/install-deps installs it), and its absence fails the test.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{run, scratch, text};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Committed result files of `experiment`, oldest first.
+fn results_of(experiment: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("results"))
+        .expect("results/ is committed")
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&format!("{experiment}-")) && name.ends_with(".json")
+        })
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no committed results for {experiment}");
+    files
+}
+
+fn python_has_matplotlib() {
+    let ok = Command::new("python3")
+        .args(["-c", "import matplotlib"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "python3 with matplotlib is required (run scripts/install-deps)"
+    );
+}
+
+#[test]
+fn every_plotting_script_draws_the_committed_results() {
+    python_has_matplotlib();
+    let out = scratch("plots");
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("plot_latency.py", "herd-fig2-latency", &[]),
+        ("plot_latency_cdf.py", "herd-fig2-latency", &[]),
+        ("plot_tput_size.py", "herd-fig3-inbound", &[]),
+        ("plot_tput_qps.py", "herd-fig4-outbound-qps", &[]),
+        ("plot_tput_signal.py", "signaling-period", &[]),
+        ("plot_compare.py", "herd-fig2-latency", &[]),
+    ];
+    let scripts: Vec<String> = std::fs::read_dir(repo().join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("plot_") && n.ends_with(".py"))
+        .collect();
+    for s in &scripts {
+        assert!(cases.iter().any(|c| c.0 == s), "{s} is not exercised here");
+    }
+    for (script, experiment, extra) in cases {
+        let png = out.join(format!("{script}.png"));
+        let mut cmd = Command::new("python3");
+        cmd.arg(repo().join("scripts").join(script));
+        for f in results_of(experiment) {
+            cmd.arg(f);
+        }
+        cmd.args(*extra).arg("-o").arg(&png);
+        let o = cmd.output().unwrap();
+        assert!(
+            o.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let size = std::fs::metadata(&png).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 10_000, "{script} wrote a {size}-byte PNG");
+        let head = std::fs::read(&png).unwrap();
+        assert_eq!(&head[..4], b"\x89PNG", "{script} output is a PNG");
+    }
+}
+
+#[test]
+fn compare_matches_two_runs_and_lists_one_sided_points() {
+    let runs = results_of("herd-fig2-latency");
+    assert!(
+        runs.len() >= 2,
+        "two committed runs of herd-fig2-latency to compare"
+    );
+    let other = &results_of("atomics")[0];
+    let dir = scratch("compare");
+    let csv = dir.join("c.csv");
+    let json = dir.join("c.json");
+    let args: Vec<String> = vec![
+        "compare".into(),
+        runs[0].display().to_string(),
+        runs[1].display().to_string(),
+        other.display().to_string(),
+        "--csv".into(),
+        csv.display().to_string(),
+        "--json".into(),
+        json.display().to_string(),
+    ];
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(&argv);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("soft-RoCE (rxe)"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    // Every fig2 point is in both runs; every atomics point only in the third file.
+    let both: Vec<_> = rows
+        .iter()
+        .filter(|r| !r["values"][0].is_null() && !r["values"][1].is_null())
+        .collect();
+    let fig2: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&runs[0]).unwrap()).unwrap();
+    assert_eq!(both.len(), fig2["results"].as_array().unwrap().len());
+    for r in &both {
+        let ratio = r["ratios"][1].as_f64().unwrap();
+        let (a, b) = (
+            r["values"][0].as_f64().unwrap(),
+            r["values"][1].as_f64().unwrap(),
+        );
+        assert!((ratio - b / a).abs() < 1e-9);
+    }
+    let only_third = rows
+        .iter()
+        .filter(|r| r["values"][0].is_null() && r["values"][1].is_null())
+        .count();
+    assert!(only_third > 0, "atomics points are listed, not dropped");
+    assert!(stdout.contains("present in some files only"));
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap().lines().count(),
+        rows.len() + 1
+    );
+    // A file that is not results is refused with exit 2 and one line.
+    let bad = run(&["compare", "Cargo.toml", &runs[0].display().to_string()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad).1.contains("Cargo.toml"));
+}
