@@ -28,6 +28,9 @@ pub struct ResultsDoc {
     pub clock: String,
     pub host: HostInfo,
     pub device: DeviceInfo,
+    /// Peak resident memory of this process so far (VmHWM), updated at every write.
+    #[serde(default)]
+    pub peak_rss_kib: Option<u64>,
     pub results: Vec<Record>,
 }
 
@@ -40,6 +43,18 @@ pub enum Record {
 }
 
 impl ResultsDoc {
+    /// Records the process's peak RSS so far (shows memory does not grow with -n).
+    pub fn note_peak_rss(&mut self) {
+        self.peak_rss_kib = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse().ok())
+            });
+    }
+
     pub fn latency(&self) -> impl Iterator<Item = &LatencyRecord> {
         self.results.iter().filter_map(|r| match r {
             Record::Latency(l) => Some(l),

@@ -300,6 +300,7 @@ mod tests {
                 environment: None,
                 clock: String::new(),
                 host: Default::default(),
+                peak_rss_kib: None,
                 device: DeviceInfo {
                     name: device.into(),
                     vendor_id: 0x02c9,

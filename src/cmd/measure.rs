@@ -35,6 +35,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         &mut |record| {
             console.record(&record);
             doc.results.push(record);
+            doc.note_peak_rss();
             sink.write(&doc)
         },
     );

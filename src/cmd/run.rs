@@ -121,6 +121,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 &mut |record| {
                     console.record(&record);
                     doc.results.push(record);
+                    doc.note_peak_rss();
                     sink.write(&doc)
                 },
             )

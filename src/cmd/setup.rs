@@ -96,6 +96,7 @@ pub fn new_doc(connect: Option<&str>, port: &Port, clock: &Clock) -> Result<Resu
         clock: clock.describe(),
         host: HostInfo::current(),
         device: device_info(port)?,
+        peak_rss_kib: None,
         results: Vec::new(),
     })
 }

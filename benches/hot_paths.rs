@@ -1,0 +1,105 @@
+//! Host-side costs that need no device: what the measured loops and the
+//! per-point bookkeeping spend on the CPU. Run with `cargo bench`.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+use rdma_bench::export::{CsvExporter, Exporter, JsonExporter};
+use rdma_bench::results::{DeviceInfo, LatencyRecord, Record, ResultsDoc};
+use rdma_bench::stats::LatencyRecorder;
+use rdma_bench::verbs::SendList;
+
+fn recording(c: &mut Criterion) {
+    let mut rec = LatencyRecorder::new();
+    let mut v = 12_345u64;
+    c.bench_function("histogram record (one sample)", |b| {
+        b.iter(|| {
+            v = v
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            rec.record(black_box(10_000 + (v >> 50)));
+        })
+    });
+    c.bench_function("summary of 1M samples", |b| {
+        let mut r = LatencyRecorder::new();
+        for i in 0..1_000_000u64 {
+            r.record(10_000 + i % 5_000);
+        }
+        b.iter(|| black_box(r.summary(0.5)))
+    });
+}
+
+fn wr_preparation(c: &mut Criterion) {
+    // What the throughput loop does per WR before ibv_post_send.
+    let mut list = SendList::new(4);
+    let mut seq = 0u64;
+    c.bench_function("prepare a postlist of 4 WRs", |b| {
+        b.iter(|| {
+            for j in 0..4 {
+                seq += 1;
+                list.set_signaled(j, seq % 64 == 0);
+                list.set_wr_id(j, (3u64 << 32) | seq);
+            }
+            black_box(&list);
+        })
+    });
+}
+
+fn sweep_doc(points: usize) -> ResultsDoc {
+    let mut rec = LatencyRecorder::new();
+    for i in 0..100_000u64 {
+        rec.record(20_000 + (i * 7919) % 30_000);
+    }
+    let record = LatencyRecord {
+        series: Some("WRITE".into()),
+        verb: "write".into(),
+        metric: "half_rtt".into(),
+        transport: "rc".into(),
+        size: 64,
+        inline: true,
+        imm: false,
+        op: None,
+        iters: 100_000,
+        warmup_dropped: 1000,
+        elapsed_s: 2.0,
+        stats: rec.summary(0.5),
+        rtt_p50_ns: Some(40_000.0),
+        rtt_mean_ns: Some(41_000.0),
+        sent: 101_000,
+        server_received: Some(101_000),
+        verify_failures: 0,
+        histogram: rec.buckets(0.5),
+    };
+    ResultsDoc {
+        schema_version: 1,
+        tool: "rdma-bench".into(),
+        tool_version: "0".into(),
+        command_line: vec![],
+        started_utc: "2026-11-29T00:00:00Z".into(),
+        peer: "loopback".into(),
+        experiment: Some("bench".into()),
+        environment: None,
+        clock: String::new(),
+        host: Default::default(),
+        device: DeviceInfo::default(),
+        peak_rss_kib: None,
+        results: (0..points)
+            .map(|_| Record::Latency(record.clone()))
+            .collect(),
+    }
+}
+
+fn export(c: &mut Criterion) {
+    // Results are rewritten after every point: the cost of the last rewrite of a 200-point sweep.
+    let doc = sweep_doc(200);
+    c.bench_function("JSON of a 200-point latency sweep", |b| {
+        b.iter(|| black_box(JsonExporter.serialize(&doc).unwrap()))
+    });
+    c.bench_function("CSV of a 200-point latency sweep", |b| {
+        b.iter(|| black_box(CsvExporter.serialize(&doc).unwrap()))
+    });
+}
+
+criterion_group!(benches, recording, wr_preparation, export);
+criterion_main!(benches);
