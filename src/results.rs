@@ -10,7 +10,7 @@ use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ResultsDoc {
     pub schema_version: u32,
     pub tool: String,

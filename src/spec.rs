@@ -80,6 +80,16 @@ pub struct LatencySpec {
     pub timeout_s: f64,
 }
 
+/// `--timeout`: long enough to be meaningful, short enough to be a bound.
+pub fn check_timeout(seconds: f64) -> Result<()> {
+    if !(0.1..=86_400.0).contains(&seconds) {
+        return Err(Error::usage(format!(
+            "--timeout {seconds}: must be between 0.1 and 86400 seconds"
+        )));
+    }
+    Ok(())
+}
+
 /// Payload bytes that a ping-pong needs at least: the last byte carries the marker.
 pub const MIN_SIZE: u32 = 1;
 /// The largest payload a latency run allows (the buffer is registered once for it).
@@ -173,12 +183,7 @@ impl LatencySpec {
                 self.warmup
             )));
         }
-        if !(self.timeout_s >= 0.1 && self.timeout_s <= 86_400.0) {
-            return Err(Error::usage(format!(
-                "--timeout {}: must be between 0.1 and 86400 seconds",
-                self.timeout_s
-            )));
-        }
+        check_timeout(self.timeout_s)?;
         Ok(())
     }
 
@@ -462,12 +467,7 @@ impl TputSpec {
                 return Err(Error::usage(format!("--iters {n}: must be 1..1000000000")));
             }
         }
-        if !(self.timeout_s >= 0.1 && self.timeout_s <= 86_400.0) {
-            return Err(Error::usage(format!(
-                "--timeout {}: must be between 0.1 and 86400 seconds",
-                self.timeout_s
-            )));
-        }
+        check_timeout(self.timeout_s)?;
         if self.group == 0 || self.group > 256 {
             return Err(Error::usage(format!(
                 "--group {}: must be 1..256",

@@ -380,8 +380,10 @@ pub fn build_side(
 }
 
 fn sink_rq_depth(p: &TputPoint) -> u32 {
-    // Enough receives for a full window plus a batch being reposted; whole batches.
-    (p.window + RECV_BATCH).div_ceil(RECV_BATCH) * RECV_BATCH * 2
+    // Room for two full windows plus a batch being reposted, and at least
+    // perftest's 512, so a sender is not slowed by RNR NAKs while the sink
+    // thread catches up; whole batches.
+    (2 * p.window + RECV_BATCH).max(512).div_ceil(RECV_BATCH) * RECV_BATCH
 }
 
 impl PointSide {
@@ -514,6 +516,7 @@ fn issue_thread(
         .collect();
     let mut posted = vec![0u64; n];
     let mut completed = vec![0u64; n];
+    let mut last_signaled = vec![0u64; n];
     let mut base = vec![0u64; n];
     let mut wcs = [WorkCompletion::default(); POLL_BATCH];
     let verb = verb_label(spec);
@@ -554,24 +557,36 @@ fn issue_thread(
         }
         let mut progress = false;
         for q in 0..n {
-            let out = posted[q] - completed[q];
-            if out + pl as u64 > w || posted[q] >= limit {
-                continue;
+            // Fill this QP's window (as perftest does), then poll once.
+            loop {
+                let out = posted[q] - completed[q];
+                if out + pl as u64 > w || posted[q] >= limit {
+                    break;
+                }
+                let list = &mut lists[q];
+                for j in 0..pl {
+                    let seq = posted[q] + j as u64 + 1;
+                    // Signal every S-th WR, the last WR of an --iters run, and the
+                    // WR after which the window would be full -- but only if the
+                    // newest signaled WR, once complete, would not free room for
+                    // another postlist (else the window could stall).
+                    let last_of_batch = j + 1 == pl;
+                    let after = posted[q] + pl as u64;
+                    let signaled = seq % s == 0
+                        || seq == limit
+                        || (last_of_batch
+                            && out + 2 * pl as u64 > w
+                            && after - last_signaled[q] > w - pl as u64);
+                    if signaled {
+                        last_signaled[q] = seq;
+                    }
+                    list.set_signaled(j, signaled);
+                    list.set_wr_id(j, ((q as u64) << 32) | seq);
+                }
+                set.qps[q].post_send(list)?;
+                posted[q] += pl as u64;
+                progress = true;
             }
-            let list = &mut lists[q];
-            for j in 0..pl {
-                let seq = posted[q] + j as u64 + 1;
-                // Signal every S-th WR, the WR after which the window would be
-                // full, and the last WR of an --iters run.
-                let last_of_batch = j + 1 == pl;
-                let signaled =
-                    seq % s == 0 || (last_of_batch && out + 2 * pl as u64 > w) || seq == limit;
-                list.set_signaled(j, signaled);
-                list.set_wr_id(j, ((q as u64) << 32) | seq);
-            }
-            set.qps[q].post_send(list)?;
-            posted[q] += pl as u64;
-            progress = true;
         }
         let k = set.send_cq.poll(&mut wcs)?;
         for wc in &wcs[..k] {
@@ -701,17 +716,23 @@ pub fn run_target(
         }
         idle += 1;
         if idle % 4096 == 0 {
-            match ctl.recv(Duration::from_millis(1)) {
-                Ok(Message::Stop { index: i, report }) if i == index => {
-                    // Count what is still queued: the driver has seen it all complete.
-                    while drain(set, &mut received)? > 0 {}
-                    return Ok((received, report));
-                }
-                Ok(other) => return Err(super::latency::unexpected(ctl, "stop", &other)),
-                Err(Error::Timeout { .. }) => {}
-                Err(e) => return Err(e),
+            if let Some(report) = poll_stop(ctl, index)? {
+                // Count what is still queued: the driver has seen it all complete.
+                while drain(set, &mut received)? > 0 {}
+                return Ok((received, report));
             }
         }
+    }
+}
+
+/// Asks the control channel, without really waiting, whether the driver has
+/// said Stop. Called only when idle, so it costs the measured side nothing.
+fn poll_stop(ctl: &mut dyn Control, index: u32) -> Result<Option<DriverReport>> {
+    match ctl.recv(Duration::from_millis(1)) {
+        Ok(Message::Stop { index: i, report }) if i == index => Ok(Some(report)),
+        Ok(other) => Err(super::latency::unexpected(ctl, "stop", &other)),
+        Err(Error::Timeout { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -1341,13 +1362,8 @@ pub fn run_echo_server(
         }
         idle += 1;
         if idle % 4096 == 0 {
-            match ctl.recv(Duration::from_millis(1)) {
-                Ok(Message::Stop { index: i, report }) if i == index => {
-                    return Ok((resp.seen, report))
-                }
-                Ok(other) => return Err(super::latency::unexpected(ctl, "stop", &other)),
-                Err(Error::Timeout { .. }) => {}
-                Err(e) => return Err(e),
+            if let Some(report) = poll_stop(ctl, index)? {
+                return Ok((resp.seen, report));
             }
         }
     }

@@ -291,16 +291,8 @@ mod tests {
             format!("{device}.json"),
             ResultsDoc {
                 schema_version: 1,
-                tool: "rdma-bench".into(),
-                tool_version: "0".into(),
-                command_line: vec![],
                 started_utc: "2026-11-29T00:00:00Z".into(),
-                peer: "loopback".into(),
                 experiment: None,
-                environment: None,
-                clock: String::new(),
-                host: Default::default(),
-                peak_rss_kib: None,
                 device: DeviceInfo {
                     name: device.into(),
                     vendor_id: 0x02c9,
@@ -308,6 +300,7 @@ mod tests {
                     ..Default::default()
                 },
                 results,
+                ..Default::default()
             },
         )
     }

@@ -32,12 +32,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         args.connect.as_deref(),
         max_inline,
         None,
-        &mut |record| {
-            console.record(&record);
-            doc.results.push(record);
-            doc.note_peak_rss();
-            sink.write(&doc)
-        },
+        &mut super::keep(&console, &mut doc, &sink),
     );
     console.finish();
     result

@@ -19,6 +19,24 @@ use crate::cli::DeviceArgs;
 use crate::clock::Clock;
 use crate::connect::{local_pair, Control};
 use crate::error::{Error, Result};
+use crate::export::ResultsSink;
+use crate::output::Console;
+use crate::results::{Record, ResultsDoc};
+
+/// What to do with each measured point: show it, add it to the document and
+/// rewrite the results files (so an interrupted run keeps it).
+pub fn keep<'a>(
+    console: &'a Console,
+    doc: &'a mut ResultsDoc,
+    sink: &'a ResultsSink,
+) -> impl FnMut(Record) -> Result<()> + 'a {
+    move |record| {
+        console.record(&record);
+        doc.results.push(record);
+        doc.note_peak_rss();
+        sink.write(doc)
+    }
+}
 
 /// Runs `client` against a server on its own thread of this process, over an
 /// in-process control channel: both sides use the same device for real.

@@ -118,12 +118,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 args.connect.as_deref(),
                 max_inline,
                 Some(label),
-                &mut |record| {
-                    console.record(&record);
-                    doc.results.push(record);
-                    doc.note_peak_rss();
-                    sink.write(&doc)
-                },
+                &mut super::keep(&console, &mut doc, &sink),
             )
         });
     console.finish();

@@ -21,12 +21,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             args.max_clients
         )));
     }
-    if !(args.timeout >= 0.1 && args.timeout <= 86_400.0) {
-        return Err(Error::usage(format!(
-            "--timeout {}: must be between 0.1 and 86400 seconds",
-            args.timeout
-        )));
-    }
+    crate::spec::check_timeout(args.timeout)?;
     let port = Arc::new(Port::open(&DeviceChoice::from(&args.device))?);
     let addr = format!("{}:{}", args.bind, args.port);
     let listener = TcpListener::bind(&addr)
