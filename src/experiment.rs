@@ -47,6 +47,11 @@ struct ExperimentFile {
     name: Spanned<String>,
     #[serde(default)]
     description: Option<String>,
+    /// "mpi": the experiment runs under an MPI launcher with `ranks` ranks.
+    #[serde(default)]
+    launcher: Option<Spanned<String>>,
+    #[serde(default)]
+    ranks: Option<Spanned<u32>>,
     #[serde(default)]
     defaults: Option<Table>,
     series: Vec<Table>,
@@ -56,11 +61,21 @@ struct ExperimentFile {
 pub struct Series {
     pub label: String,
     pub plan: Plan,
+    /// The command line this series is (for printing launcher lines).
+    pub argv: Vec<String>,
+}
+
+/// Where an experiment runs: here (loopback or --connect), or under MPI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launcher {
+    Direct,
+    Mpi { ranks: u32 },
 }
 
 pub struct Experiment {
     pub name: String,
     pub description: Option<String>,
+    pub launcher: Launcher,
     pub series: Vec<Series>,
 }
 
@@ -118,6 +133,32 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
     if raw.series.is_empty() {
         return Err(cx.err(0, "no [[series]]: an experiment needs at least one"));
     }
+    let launcher = match (&raw.launcher, &raw.ranks) {
+        (None, None) => Launcher::Direct,
+        (Some(l), ranks) if l.get_ref() == "mpi" => {
+            let Some(r) = ranks else {
+                return Err(cx.err(l.span().start, "key 'ranks': launcher = \"mpi\" needs ranks = N (rank 0 serves, the rest are clients)"));
+            };
+            if !(2..=4096).contains(r.get_ref()) {
+                return Err(cx.err(
+                    r.span().start,
+                    format!("key 'ranks': {} is not in 2..4096", r.get_ref()),
+                ));
+            }
+            Launcher::Mpi {
+                ranks: *r.get_ref(),
+            }
+        }
+        (Some(l), _) => {
+            return Err(cx.err(
+                l.span().start,
+                format!("key 'launcher': '{}' is not \"mpi\"", l.get_ref()),
+            ))
+        }
+        (None, Some(r)) => {
+            return Err(cx.err(r.span().start, "key 'ranks': only with launcher = \"mpi\""))
+        }
+    };
     let defaults = raw.defaults.unwrap_or_default();
     check_keys(&cx, &defaults, true)?;
     let mut series = Vec::new();
@@ -128,6 +169,7 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
     Ok(Experiment {
         name,
         description: raw.description,
+        launcher,
         series,
     })
 }
@@ -222,7 +264,11 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
         Some((m, _)) if m == "latency" => {}
         Some((m, _)) if m == "throughput" => {
             let direction = text_of("direction")?.map(|(d, _)| d).unwrap_or_default();
-            argv.push(format!("--tput={direction}"));
+            argv.push(if direction.is_empty() {
+                "--tput".to_string()
+            } else {
+                format!("--tput={direction}")
+            });
         }
         Some((m, at)) => {
             return Err(cx.err(
@@ -280,7 +326,46 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
         };
         cx.err(where_(&key), format!("key '{key}' ({in_series}): {msg}"))
     })?;
-    Ok(Series { label, plan })
+    Ok(Series {
+        label,
+        plan,
+        argv: argv[1..].to_vec(),
+    })
+}
+
+impl Experiment {
+    /// The exact launcher lines for an MPI experiment, one per series (and
+    /// per launcher: mpirun, srun). rdma-bench never starts remote processes.
+    pub fn launch_lines(&self, out: &Path) -> Vec<String> {
+        let Launcher::Mpi { ranks } = self.launcher else {
+            return Vec::new();
+        };
+        let mut lines = Vec::new();
+        for (i, s) in self.series.iter().enumerate() {
+            let json = out.join(format!("{}-{}.json", self.name, i + 1));
+            let args: Vec<String> = s.argv.iter().map(|a| shell_quote(a)).collect();
+            let tail = format!(
+                "rdma-bench {} --json {}",
+                args.join(" "),
+                shell_quote(&json.display().to_string())
+            );
+            lines.push(format!("# series '{}'", s.label));
+            lines.push(format!("mpirun -np {ranks} {tail}"));
+            lines.push(format!("srun -n {ranks} {tail}"));
+        }
+        lines
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// The first `--option` a message names, as a config key.
@@ -340,6 +425,31 @@ qps = 4
         for n in needles {
             assert!(msg.contains(n), "'{msg}' lacks '{n}'");
         }
+    }
+
+    #[test]
+    fn an_mpi_experiment_prints_launcher_lines() {
+        let text = "name = \"m\"\nlauncher = \"mpi\"\nranks = 3\n[[series]]\nlabel = \"W\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nqps = [1, 4]\n";
+        let e = parse("m.toml", text).unwrap();
+        assert_eq!(e.launcher, Launcher::Mpi { ranks: 3 });
+        let lines = e.launch_lines(Path::new("results"));
+        assert_eq!(
+            lines[1],
+            "mpirun -np 3 rdma-bench write --tput=inbound --qps=1,4 --json results/m-1.json"
+        );
+        assert!(lines[2].starts_with("srun -n 3 rdma-bench write --tput=inbound"));
+        refused(
+            "name = \"m\"\nlauncher = \"mpi\"\n[[series]]\nverb = \"read\"\n",
+            &["x.toml:2:", "ranks"],
+        );
+        refused(
+            "name = \"m\"\nlauncher = \"slurm\"\nranks = 2\n[[series]]\nverb = \"read\"\n",
+            &["x.toml:2:", "key 'launcher'"],
+        );
+        refused(
+            "name = \"m\"\nranks = 2\n[[series]]\nverb = \"read\"\n",
+            &["x.toml:2:", "key 'ranks'"],
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub mod device_name;
 pub mod error;
 pub mod experiment;
 pub mod export;
+#[cfg(feature = "mpi")]
+pub mod mpi_boot;
 pub mod output;
 pub mod results;
 pub mod spec;

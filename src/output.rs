@@ -61,7 +61,7 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
     let window = match spec.iters {
         Some(n) => format!("{n} WRs per QP, timed from start to last completion"),
         None => format!(
-            "{:.2} s measured per point after {:.2} s warm-up; ops counted from signaled completions",
+            "{:.2} s measured per point after {:.2} s warm-up; ops = WRs (echo: round trips) in that window, timed until they completed",
             spec.duration_s, spec.warmup_s
         ),
     };

@@ -71,3 +71,37 @@ fn help_and_version_exit_0() {
     }
     assert_eq!(run(&["--version"]).status.code(), Some(0));
 }
+
+#[test]
+fn bad_experiment_files_exit_2_naming_file_line_and_key() {
+    let dir = common::scratch("badcfg");
+    let cases: &[(&str, &str)] = &[
+        ("name = \"t\"\n[[series]]\nverb = \"read\"\nsizes = 4\n", ":4: unknown key 'sizes'"),
+        ("name = \"t\"\n[[series]]\nverb = \"teleport\"\n", ":3: key 'verb'"),
+        ("name = \"t\"\n[[series]]\nverb = \"read\"\ntransport = \"uc\"\n", ":4: key 'transport'"),
+        (
+            "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nsignal_period = 2\npostlist = 8\n",
+            ":7: key 'postlist'",
+        ),
+        ("name = \"t\"\n[[series]]\nverb = \"atomic\"\nop = \"xor\"\n", ":4: key 'op'"),
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\niters = \"many\"\n", ":4: key 'iters'"),
+        ("name = \"t\"\n[[series]\nverb = \"write\"\n", ":2:"),
+        ("[[series]]\nverb = \"write\"\n", "name"),
+    ];
+    for (i, (body, needle)) in cases.iter().enumerate() {
+        let path = dir.join(format!("bad{i}.toml"));
+        std::fs::write(&path, body).unwrap();
+        let p = path.to_str().unwrap();
+        let out = run(&["run", p, "--out", dir.to_str().unwrap()]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+        assert!(stderr.contains(p), "names the file: {stderr}");
+        assert!(stderr.contains(needle), "'{stderr}' lacks '{needle}'");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+        assert!(stdout.is_empty());
+    }
+    let missing = run(&["run", "/nonexistent/x.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing).1.contains("/nonexistent/x.toml"));
+}

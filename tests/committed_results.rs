@@ -52,6 +52,7 @@ fn every_plotting_script_draws_the_committed_results() {
         ("plot_tput_qps.py", "herd-fig4-outbound-qps", &[]),
         ("plot_tput_signal.py", "signaling-period", &[]),
         ("plot_compare.py", "herd-fig2-latency", &[]),
+        ("plot_vs_perftest.py", "vs-perftest", &[]),
     ];
     let scripts: Vec<String> = std::fs::read_dir(repo().join("scripts"))
         .unwrap()

@@ -927,3 +927,66 @@ fn a_million_iterations_stay_under_64_mib() {
     eprintln!("MEASURED: 1M-iteration WRITE latency run, peak RSS {rss} KiB");
     assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
 }
+
+// ---------------------------------------------------------------------------
+// MPI (scripts/test builds the binary with --features mpi and names it)
+// ---------------------------------------------------------------------------
+
+#[test]
+#[ignore = "needs an RDMA device and an MPI build: run via scripts/test (soft-RoCE)"]
+fn mpirun_one_server_two_clients() {
+    let mpi_bin = std::env::var("RDMA_BENCH_MPI_BIN").expect(
+        "RDMA_BENCH_MPI_BIN names an rdma-bench built with --features mpi (scripts/test sets it)",
+    );
+    let dir = scratch("mpi");
+    let json = dir.join("mpi.json");
+    let out = Command::new("mpirun")
+        .args([
+            "--oversubscribe",
+            "-np",
+            "3",
+            &mpi_bin,
+            "write",
+            "--tput",
+            "inbound",
+            "-D",
+            "0.3",
+        ])
+        .args([
+            "-q",
+            "1,2",
+            "--quiet",
+            "-d",
+            &device(),
+            "--json",
+            json.to_str().unwrap(),
+        ])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun (Open MPI) is installed");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "mpirun failed: {stderr}{stdout}");
+    let doc: ResultsDoc = serde_json::from_value(read_json(&json)).unwrap();
+    assert!(doc.peer.contains("2 client ranks"), "{}", doc.peer);
+    assert_eq!(doc.throughput().count(), 2, "one record per point");
+    for r in doc.throughput() {
+        assert_eq!(r.group_clients, 2);
+        let names: Vec<&str> = r.clients.iter().map(|c| c.client.as_str()).collect();
+        assert!(
+            names.iter().any(|n| n.starts_with("rank 1 on ")),
+            "{names:?}"
+        );
+        assert!(
+            names.iter().any(|n| n.starts_with("rank 2 on ")),
+            "{names:?}"
+        );
+        assert!(
+            names.iter().all(|n| n.contains(&device())),
+            "per-rank device: {names:?}"
+        );
+        assert!(r.clients.iter().all(|c| c.mops > 0.0));
+        let sum: f64 = r.clients.iter().map(|c| c.mops).sum();
+        assert!((r.aggregate_mops.unwrap() - sum).abs() < 1e-9);
+    }
+}

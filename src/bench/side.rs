@@ -100,6 +100,10 @@ impl Port {
                 gid_index: gid_index as u8,
                 mtu: port.active_mtu,
                 global: port.link_layer == LinkLayer::Ethernet,
+                rd_atomic: attr
+                    .max_qp_rd_atom
+                    .min(attr.max_qp_init_rd_atom)
+                    .clamp(1, 255) as u8,
             },
             lid: port.lid,
             gid,

@@ -40,6 +40,17 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 
 pub fn run(args: &RunArgs) -> Result<()> {
     let exp = experiment::load(&args.config)?;
+    if exp.launcher != experiment::Launcher::Direct {
+        // A many-host experiment: say exactly how to launch it; start nothing.
+        println!(
+            "# {} runs under an MPI launcher (build with `cargo build --release --features mpi`); one line per series:",
+            exp.name
+        );
+        for line in exp.launch_lines(&args.out) {
+            println!("{line}");
+        }
+        return Ok(());
+    }
     // What an interrupted run already measured, checked before any device work.
     let resumed = match &args.resume {
         Some(path) => {

@@ -10,31 +10,44 @@ use crate::error::{Error, Result};
 pub struct LocalChannel {
     tx: Sender<Message>,
     rx: Receiver<Message>,
-    name: &'static str,
+    /// Who is at the other end.
+    name: String,
 }
 
 /// Two connected ends: (client, server).
 pub fn local_pair() -> (LocalChannel, LocalChannel) {
+    local_pair_named("loopback server thread".into(), "loopback client".into())
+}
+
+/// Two connected ends, each named after the peer it talks to.
+pub fn local_pair_named(a_peer: String, b_peer: String) -> (LocalChannel, LocalChannel) {
     let (a_tx, b_rx) = channel();
     let (b_tx, a_rx) = channel();
     (
         LocalChannel {
             tx: a_tx,
             rx: a_rx,
-            name: "loopback server thread",
+            name: a_peer,
         },
         LocalChannel {
             tx: b_tx,
             rx: b_rx,
-            name: "loopback client",
+            name: b_peer,
         },
     )
+}
+
+impl LocalChannel {
+    /// A message if one is waiting, without blocking.
+    pub fn try_recv(&mut self) -> Option<Message> {
+        self.rx.try_recv().ok()
+    }
 }
 
 impl Control for LocalChannel {
     fn send(&mut self, msg: &Message) -> Result<()> {
         self.tx.send(msg.clone()).map_err(|_| Error::Peer {
-            peer: self.name.into(),
+            peer: self.name.clone(),
             what: format!("gone before '{}' could be sent", msg.name()),
         })
     }
@@ -48,7 +61,7 @@ impl Control for LocalChannel {
                 Ok(m) => return Ok(m),
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(Error::Peer {
-                        peer: self.name.into(),
+                        peer: self.name.clone(),
                         what: "stopped".into(),
                     })
                 }
@@ -65,6 +78,6 @@ impl Control for LocalChannel {
     }
 
     fn peer(&self) -> String {
-        self.name.to_string()
+        self.name.clone()
     }
 }

@@ -6,7 +6,7 @@
 mod local;
 mod tcp;
 
-pub use local::{local_pair, LocalChannel};
+pub use local::{local_pair, local_pair_named, LocalChannel};
 pub use tcp::{TcpChannel, MAX_FRAME};
 
 use std::time::Duration;
@@ -98,7 +98,7 @@ impl Message {
 
 /// A control channel to the peer. `recv` gives up after `timeout` so a dead
 /// or stalled peer is an error, never a hang.
-pub trait Control: Send {
+pub trait Control {
     fn send(&mut self, msg: &Message) -> Result<()>;
     fn recv(&mut self, timeout: Duration) -> Result<Message>;
     /// Who the peer is, for error messages.

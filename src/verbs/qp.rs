@@ -70,6 +70,9 @@ pub struct PortConfig {
     pub mtu: u32,
     /// Whether addresses need a GRH (RoCE always; IB only across subnets).
     pub global: bool,
+    /// READs/atomics a QP may have in flight (and accept), from the device's
+    /// max_qp_rd_atom / max_qp_init_rd_atom, as perftest uses them.
+    pub rd_atomic: u8,
 }
 
 pub struct QueuePairBuilder<'a> {
@@ -251,8 +254,9 @@ impl QueuePair {
             mask |=
                 m::IBV_QP_AV.0 | m::IBV_QP_PATH_MTU.0 | m::IBV_QP_DEST_QPN.0 | m::IBV_QP_RQ_PSN.0;
             if self.transport == Transport::Rc {
-                // 16 outstanding READs/atomics like perftest; min RNR timer 12 (0.64 ms).
-                attr.max_dest_rd_atomic = 16;
+                // As many outstanding READs/atomics as the device allows (as
+                // perftest does); min RNR timer 12 (0.64 ms).
+                attr.max_dest_rd_atomic = port.rd_atomic;
                 attr.min_rnr_timer = 12;
                 mask |= m::IBV_QP_MAX_DEST_RD_ATOMIC.0 | m::IBV_QP_MIN_RNR_TIMER.0;
             }
@@ -269,7 +273,7 @@ impl QueuePair {
             attr.timeout = 14;
             attr.retry_cnt = 7;
             attr.rnr_retry = 7;
-            attr.max_rd_atomic = 16;
+            attr.max_rd_atomic = port.rd_atomic;
             mask |= m::IBV_QP_TIMEOUT.0
                 | m::IBV_QP_RETRY_CNT.0
                 | m::IBV_QP_RNR_RETRY.0
