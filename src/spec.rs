@@ -19,6 +19,18 @@ pub enum VerbKind {
 }
 
 impl VerbKind {
+    /// The work-completion opcode this verb produces, for error messages
+    /// (error completions carry no valid opcode of their own).
+    pub fn wc_label(self, op: Option<AtomicOp>) -> &'static str {
+        match (self, op) {
+            (VerbKind::Read, _) => "RDMA_READ",
+            (VerbKind::Atomic, Some(AtomicOp::Cas)) => "COMP_SWAP",
+            (VerbKind::Atomic, _) => "FETCH_ADD",
+            (VerbKind::Send, _) => "SEND",
+            _ => "RDMA_WRITE",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             VerbKind::Read => "read",

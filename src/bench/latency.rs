@@ -161,13 +161,7 @@ fn reap_one(
 }
 
 fn verb_label(spec: &LatencySpec) -> &'static str {
-    match (spec.verb, spec.op) {
-        (VerbKind::Read, _) => "RDMA_READ",
-        (VerbKind::Atomic, Some(AtomicOp::Fadd)) => "FETCH_ADD",
-        (VerbKind::Atomic, _) => "COMP_SWAP",
-        (VerbKind::Send, _) => "SEND",
-        _ => "RDMA_WRITE",
-    }
+    spec.verb.wc_label(spec.op)
 }
 
 /// Runs one point on the client; samples go to `rec` (cleared first).

@@ -295,13 +295,7 @@ fn verb_op(spec: &TputSpec, remote: &Endpoint, offset: u64) -> SendOp {
 }
 
 fn verb_label(spec: &TputSpec) -> &'static str {
-    match (spec.verb, spec.op) {
-        (VerbKind::Read, _) => "RDMA_READ",
-        (VerbKind::Atomic, Some(AtomicOp::Cas)) => "COMP_SWAP",
-        (VerbKind::Atomic, _) => "FETCH_ADD",
-        (VerbKind::Send, _) => "SEND",
-        _ => "RDMA_WRITE",
-    }
+    spec.verb.wc_label(spec.op)
 }
 
 /// The resources of one side for one point.
