@@ -125,14 +125,9 @@ pub struct TestArgs {
     /// Payload sizes in bytes: a list (2,64,1024) or a power-of-two range (2..4096).
     #[arg(short = 's', long, value_name = "SIZES")]
     pub size: Option<String>,
-    /// Measured iterations per size (after warm-up).
-    #[arg(
-        short = 'n',
-        long,
-        default_value_t = 10_000,
-        allow_negative_numbers = true
-    )]
-    pub iters: u64,
+    /// Measured iterations per size (after warm-up; default 10000); throughput: WRs per QP.
+    #[arg(short = 'n', long, allow_negative_numbers = true)]
+    pub iters: Option<u64>,
     /// Measure each size for this many seconds instead of --iters.
     #[arg(
         short = 'D',

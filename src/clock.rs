@@ -102,9 +102,13 @@ fn rdtsc() -> u64 {
 fn invariant_tsc() -> bool {
     // CPUID leaf 0x8000_0007, EDX bit 8: the TSC runs at a constant rate in all
     // P/C-states, so tick differences are time differences.
-    // cpuid exists on every x86_64 CPU; the leaf's support is checked first.
-    let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
-    max >= 0x8000_0007 && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
+    // `__cpuid` became a safe function in recent Rust; older compilers need the block.
+    #[allow(unused_unsafe)]
+    // SAFETY: cpuid exists on every x86_64 CPU; the leaf's support is checked first.
+    unsafe {
+        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+        max >= 0x8000_0007 && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -70,8 +70,8 @@ impl ResultsDoc {
     }
 }
 
-/// One throughput point. Ops are counted from signaled completions inside the
-/// measured window (warm-up excluded), so a count may trail by < S per QP.
+/// One throughput point. Ops are the WRs posted inside the measured window
+/// (warm-up excluded), timed until the last of them has completed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TputRecord {
     /// The experiment series this point belongs to (`rdma-bench run`).

@@ -371,7 +371,9 @@ impl TputPoint {
     /// Send-queue depth an issuing QP needs: room for the window and for two
     /// signaling periods of unreaped WRs.
     pub fn sq_depth(&self) -> u32 {
-        self.window.max(2 * self.signal_period).max(self.postlist)
+        // + postlist: the drain at the end of a point posts one more postlist
+        // onto a window that may be full.
+        self.window.max(2 * self.signal_period).max(self.postlist) + self.postlist
     }
 
     pub fn total_qps(&self) -> u32 {
@@ -470,7 +472,7 @@ impl TputSpec {
         }
         if !(self.warmup_s >= 0.0 && self.warmup_s <= 3600.0) {
             return Err(Error::usage(format!(
-                "--warmup {}: must be between 0 and 3600 seconds for throughput",
+                "--warmup-time {}: must be between 0 and 3600 seconds",
                 self.warmup_s
             )));
         }

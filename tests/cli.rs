@@ -40,6 +40,87 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             &["write", "--json", "/nonexistent-dir/x.json"],
             "/nonexistent-dir",
         ),
+        (&["write", "-c", "rc,uc"], "one transport"),
+        // Throughput validation, before any device is opened.
+        (&["write", "--tput", "sideways"], "--tput sideways"),
+        (&["write", "--tput"], "--tput"),
+        (&["echo", "--tput", "outbound"], "--tput outbound"),
+        (
+            &["write", "--tput", "inbound", "-S", "4", "--postlist", "8"],
+            "--postlist 8",
+        ),
+        (
+            &[
+                "write",
+                "--tput",
+                "inbound",
+                "--window",
+                "2",
+                "--postlist",
+                "4",
+            ],
+            "--window 2",
+        ),
+        (&["write", "--tput", "inbound", "--window", "0"], "--window"),
+        (&["write", "--tput", "inbound", "-q", "0"], "--qps"),
+        (&["write", "--tput", "inbound", "-q", "100000"], "--qps"),
+        (
+            &["write", "--tput", "inbound", "--threads", "65"],
+            "--threads 65",
+        ),
+        (
+            &["write", "--tput", "inbound", "-S", "0"],
+            "--signal-period",
+        ),
+        (&["read", "--tput", "inbound", "-c", "uc"], "--transport uc"),
+        (
+            &["atomic", "--op", "cas", "--tput", "outbound", "-c", "rc,ud"],
+            "--transport ud",
+        ),
+        (
+            &["write", "--tput", "outbound", "-c", "ud"],
+            "--transport ud",
+        ),
+        (
+            &["write", "--tput", "inbound", "-c", "xx"],
+            "--transport xx",
+        ),
+        (&["write", "--tput", "inbound", "--imm"], "--imm"),
+        (
+            &["write", "--tput", "inbound", "--completion"],
+            "--completion",
+        ),
+        (&["write", "--tput", "inbound", "--group", "2"], "--group 2"),
+        (
+            &[
+                "write",
+                "--tput",
+                "outbound",
+                "--group",
+                "2",
+                "--connect",
+                "h",
+            ],
+            "--group 2",
+        ),
+        (
+            &["echo", "--tput", "--req", "send", "-c", "rc"],
+            "--req send",
+        ),
+        (&["echo", "--tput", "-c", "ud"], "-c ud"),
+        (&["write", "--tput", "inbound", "-D", "0"], "--duration"),
+        (
+            &["write", "--tput", "inbound", "--warmup-time", "-1"],
+            "--warmup-time",
+        ),
+        (
+            &["write", "--tput", "inbound", "-n", "100", "-D", "1"],
+            "--duration",
+        ),
+        (
+            &["write", "--tput", "inbound", "-S", "1", "--postlist", "2,4"],
+            "contradictory",
+        ),
     ];
     for (args, needle) in cases {
         let out = run(args);

@@ -13,17 +13,23 @@ use crate::error::{Error, Result};
 pub struct Rendezvous {
     rooms: Mutex<HashMap<String, Room>>,
     changed: Condvar,
+    next_id: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
 struct Room {
-    items: Vec<String>,
+    /// (member id, item) of everyone who arrived.
+    items: Vec<(u64, String)>,
+    /// Members that have seen the room full and left with its items.
     left: usize,
+    /// Set once the room was full: late timeouts must not remove anyone then.
+    complete: bool,
 }
 
 impl Rendezvous {
     /// Adds `item` to room `key` and waits until `expected` items are there;
-    /// returns all of them. Gives up after `timeout` (a client that never came).
+    /// returns all of them. Gives up after `timeout` (a client that never
+    /// came), taking only its own item out of the room.
     pub fn meet(
         &self,
         key: &str,
@@ -34,17 +40,26 @@ impl Rendezvous {
         if expected <= 1 {
             return Ok(vec![item]);
         }
+        let me = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let deadline = Instant::now() + timeout;
         let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        rooms.entry(key.to_string()).or_default().items.push(item);
+        rooms
+            .entry(key.to_string())
+            .or_default()
+            .items
+            .push((me, item));
         self.changed.notify_all();
         loop {
-            let room = rooms.get(key).expect("room exists until everyone left");
-            if room.items.len() >= expected {
-                let items = room.items.clone();
-                let room = rooms.get_mut(key).expect("room exists");
+            let Some(room) = rooms.get_mut(key) else {
+                return Err(Error::Interrupted);
+            };
+            if room.complete || room.items.len() >= expected {
+                room.complete = true;
+                let items = room.items.iter().map(|(_, i)| i.clone()).collect();
                 room.left += 1;
-                if room.left >= expected {
+                if room.left >= room.items.len() {
                     rooms.remove(key);
                 }
                 return Ok(items);
@@ -52,8 +67,10 @@ impl Rendezvous {
             let now = Instant::now();
             if now >= deadline {
                 let have = room.items.len();
-                // Leave the room so a later attempt starts clean.
-                rooms.remove(key);
+                room.items.retain(|(id, _)| *id != me);
+                if room.items.is_empty() {
+                    rooms.remove(key);
+                }
                 return Err(Error::Timeout {
                     what: format!("{expected} clients of a --group run ({have} arrived)"),
                     secs: timeout.as_secs_f64(),

@@ -221,7 +221,7 @@ pub fn client_point(
                     let t1 = clock.now();
                     side.qp.post_recv(recvs)?;
                     if k >= warmup {
-                        rec.record(clock.to_ns(t1 - t0));
+                        rec.record(clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 } else {
                     let mr = &side.mr;
@@ -235,7 +235,7 @@ pub fn client_point(
                     )?;
                     let t1 = clock.now();
                     if k >= warmup {
-                        rec.record(clock.to_ns(t1 - t0));
+                        rec.record(clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 }
                 if signaled {
@@ -252,7 +252,7 @@ pub fn client_point(
                 reap_one(side, false, verb, &patience, &mut wc)?;
                 let t1 = clock.now();
                 if k >= warmup {
-                    rec.record(clock.to_ns(t1 - t0));
+                    rec.record(clock.to_ns(t1.wrapping_sub(t0)));
                 }
                 if spec.verb == VerbKind::Atomic {
                     // Fetch-add returns the count so far; CAS returns k when it swapped.
@@ -277,7 +277,7 @@ pub fn client_point(
         warmup: k.min(warmup),
         verify_failures: failures,
         inline,
-        elapsed_ns: clock.to_ns(finished - measured_from),
+        elapsed_ns: clock.to_ns(finished.wrapping_sub(measured_from)),
     })
 }
 
@@ -352,8 +352,8 @@ pub fn server_point(
             }
             // Idle: ask the control channel whether the client is done. This
             // only happens when no message is waiting, so it costs the client nothing.
-            match ctl.recv(std::time::Duration::from_millis(1)) {
-                Ok(Message::Finish { index: i }) if i == index => {
+            match ctl.poll() {
+                Ok(Some(Message::Finish { index: i })) if i == index => {
                     // Count what arrived while the Finish was on its way.
                     while side.recv_cq.poll(&mut wc)? == 1 {
                         wc[0].check("RECV")?;
@@ -362,8 +362,8 @@ pub fn server_point(
                     }
                     break;
                 }
-                Ok(other) => return Err(unexpected(ctl, "finish", &other)),
-                Err(crate::error::Error::Timeout { .. }) => {}
+                Ok(Some(other)) => return Err(unexpected(ctl, "finish", &other)),
+                Ok(None) => {}
                 Err(e) => return Err(e),
             }
         },

@@ -2,10 +2,10 @@
 //!
 //! An *issuer* owns `threads` threads of `qps` QPs each and keeps up to
 //! `window` WRs outstanding per QP, posting `postlist` WRs per doorbell and
-//! signaling one WR in `signal_period` (plus the last one a full window
-//! needs, so it can always make progress). A signaled completion for WR #n of
-//! a QP retires every earlier WR of that QP, so ops are counted from the
-//! sequence numbers carried in signaled completions. A *target* owns one QP
+//! signaling one WR in `signal_period` (plus the one a full window needs, so
+//! it can always make progress). A signaled completion for WR #n of a QP
+//! retires every earlier WR of that QP. Ops are the WRs posted inside the
+//! measured window, timed until the last of them has completed. A *target* owns one QP
 //! per issuer QP and either stays passive (READ/WRITE/atomics: its CPU does
 //! nothing) or consumes SENDs, reposting receives in batches and counting them.
 //! Echo clients keep `window` requests in flight per QP; the echo server
@@ -28,6 +28,11 @@ use crate::verbs::{
 use super::latency::marker;
 use super::side::{Port, GRH_BYTES};
 use super::wait::{aborted, Patience};
+
+/// wr_id layout: QP index above SEQ_BITS, the WR's sequence number below
+/// (48 bits: no wrap in any run a person would wait for).
+const SEQ_BITS: u32 = 48;
+const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 
 /// Receives reposted per batch on a sink or echo receiver.
 const RECV_BATCH: u32 = 32;
@@ -575,7 +580,7 @@ fn issue_thread(
                         last_signaled[q] = seq;
                     }
                     list.set_signaled(j, signaled);
-                    list.set_wr_id(j, ((q as u64) << 32) | seq);
+                    list.set_wr_id(j, ((q as u64) << SEQ_BITS) | seq);
                 }
                 set.qps[q].post_send(list)?;
                 posted[q] += pl as u64;
@@ -585,8 +590,8 @@ fn issue_thread(
         let k = set.send_cq.poll(&mut wcs)?;
         for wc in &wcs[..k] {
             wc.check(verb)?;
-            let q = (wc.wr_id() >> 32) as usize;
-            completed[q] = wc.wr_id() & 0xffff_ffff;
+            let q = (wc.wr_id() >> SEQ_BITS) as usize;
+            completed[q] = wc.wr_id() & SEQ_MASK;
         }
         completions += k as u64;
         if k > 0 || progress {
@@ -611,8 +616,8 @@ fn issue_thread(
                 completions += k as u64;
                 for wc in &wcs[..k] {
                     wc.check(verb)?;
-                    let q = (wc.wr_id() >> 32) as usize;
-                    completed[q] = wc.wr_id() & 0xffff_ffff;
+                    let q = (wc.wr_id() >> SEQ_BITS) as usize;
+                    completed[q] = wc.wr_id() & SEQ_MASK;
                 }
                 Ok(completed
                     .iter()
@@ -629,7 +634,7 @@ fn issue_thread(
             for j in 0..pl {
                 let seq = posted[q] + j as u64 + 1;
                 list.set_signaled(j, j + 1 == pl);
-                list.set_wr_id(j, ((q as u64) << 32) | seq);
+                list.set_wr_id(j, ((q as u64) << SEQ_BITS) | seq);
             }
             set.qps[q].post_send(list)?;
             posted[q] += pl as u64;
@@ -639,7 +644,7 @@ fn issue_thread(
     let t_end = clock.now();
     // The drain batch too, so the target has seen everything before counts are compared.
     retire(set, &mut completed, &posted)?;
-    let elapsed_s = clock.to_ns(t_end - t_measure) as f64 / 1e9;
+    let elapsed_s = clock.to_ns(t_end.wrapping_sub(t_measure)) as f64 / 1e9;
     Ok(ThreadResult::new(
         thread,
         per_qp,
@@ -674,7 +679,7 @@ pub fn run_target(
                 set.offset(q),
                 slot,
                 RECV_BATCH as usize,
-                (q as u64) << 32,
+                (q as u64) << SEQ_BITS,
             )
         })
         .collect();
@@ -693,7 +698,7 @@ pub fn run_target(
         let k = set.recv_cq.poll(&mut wcs)?;
         for wc in &wcs[..k] {
             wc.check("RECV")?;
-            let q = (wc.wr_id() >> 32) as usize;
+            let q = (wc.wr_id() >> SEQ_BITS) as usize;
             received[q] += 1;
             consumed[q] += 1;
             if consumed[q] == RECV_BATCH {
@@ -722,11 +727,10 @@ pub fn run_target(
 /// Asks the control channel, without really waiting, whether the driver has
 /// said Stop. Called only when idle, so it costs the measured side nothing.
 fn poll_stop(ctl: &mut dyn Control, index: u32) -> Result<Option<DriverReport>> {
-    match ctl.recv(Duration::from_millis(1)) {
-        Ok(Message::Stop { index: i, report }) if i == index => Ok(Some(report)),
-        Ok(other) => Err(super::latency::unexpected(ctl, "stop", &other)),
-        Err(Error::Timeout { .. }) => Ok(None),
-        Err(e) => Err(e),
+    match ctl.poll()? {
+        Some(Message::Stop { index: i, report }) if i == index => Ok(Some(report)),
+        Some(other) => Err(super::latency::unexpected(ctl, "stop", &other)),
+        None => Ok(None),
     }
 }
 
@@ -1031,7 +1035,7 @@ fn echo_client_thread(
                 rs.offset(q)
             };
             let batch = (w as u32).min(RECV_BATCH) as usize;
-            let mut l = RecvList::new(&rs.mr, base, slot as u32, batch, (q as u64) << 32);
+            let mut l = RecvList::new(&rs.mr, base, slot as u32, batch, (q as u64) << SEQ_BITS);
             for _ in 0..(2 * (w + RECV_BATCH as usize)).div_ceil(batch) {
                 rs.qps[q].post_recv(&mut l)?;
             }
@@ -1062,6 +1066,8 @@ fn echo_client_thread(
     let mut at_end = vec![0u64; n];
     let mut stopped_at = t0;
     let mut completions = 0u64;
+    let mut in_flight = 0usize;
+    let drain_limit = clock.ticks(Duration::from_secs_f64(spec.timeout_s.min(2.0)));
     loop {
         let now = clock.now();
         // As for issuers: the window ends no earlier than one loop after it began.
@@ -1076,8 +1082,9 @@ fn echo_client_thread(
             t_measure = now;
             measuring = true;
         }
-        let in_flight = busy.iter().any(|b| *b);
-        if stopping && !in_flight {
+        // Drain what is in flight, but not forever: over UD a lost request
+        // or response never comes back; it is counted (sent - responses), not waited for.
+        if stopping && (in_flight == 0 || now.wrapping_sub(stopped_at) > drain_limit) {
             break;
         }
         let mut progress = false;
@@ -1095,10 +1102,11 @@ fn echo_client_thread(
                     let seq = posted[q] + 1;
                     let l = &mut reqs[i];
                     l.set_signaled(0, seq % s == 0);
-                    l.set_wr_id(0, ((q as u64) << 32) | seq);
+                    l.set_wr_id(0, ((q as u64) << SEQ_BITS) | seq);
                     set.req.qps[q].post_send(l)?;
                     posted[q] = seq;
                     busy[i] = true;
+                    in_flight += 1;
                     sent += 1;
                     progress = true;
                 }
@@ -1111,12 +1119,16 @@ fn echo_client_thread(
                 let k = rs.recv_cq.poll(&mut wcs)?;
                 for wc in &wcs[..k] {
                     wc.check("RECV")?;
-                    let q = (wc.wr_id() >> 32) as usize;
+                    let q = (wc.wr_id() >> SEQ_BITS) as usize;
                     let slot_i = wc.imm().unwrap_or(0) as usize & 0xffff;
                     let i = q * w + slot_i.min(w - 1);
-                    busy[i] = false;
-                    gen[i] += 1;
-                    done_q[q] += 1;
+                    // A response for a slot not in flight (a duplicate) is ignored.
+                    if busy[i] {
+                        busy[i] = false;
+                        in_flight -= 1;
+                        gen[i] += 1;
+                        done_q[q] += 1;
+                    }
                     consumed[q] += 1;
                     if consumed[q] == recv_batch {
                         consumed[q] = 0;
@@ -1132,6 +1144,7 @@ fn echo_client_thread(
                         let i = q * w + k;
                         if busy[i] && set.req.mr.read_u8(responses + k * slot) == marker(gen[i]) {
                             busy[i] = false;
+                            in_flight -= 1;
                             gen[i] += 1;
                             *done += 1;
                             progress = true;
@@ -1147,8 +1160,8 @@ fn echo_client_thread(
                 EchoVerb::Write => "RDMA_WRITE",
                 EchoVerb::Send => "SEND",
             })?;
-            let q = (wc.wr_id() >> 32) as usize;
-            completed[q] = wc.wr_id() & 0xffff_ffff;
+            let q = (wc.wr_id() >> SEQ_BITS) as usize;
+            completed[q] = wc.wr_id() & SEQ_MASK;
         }
         if progress || k > 0 {
             last_progress = now;
@@ -1249,8 +1262,8 @@ impl Responder {
         let k = Self::send_cq(s).poll(&mut self.wcs)?;
         for wc in &self.wcs[..k] {
             wc.check("response")?;
-            let r = (wc.wr_id() >> 32) as usize;
-            self.completed[r] = wc.wr_id() & 0xffff_ffff;
+            let r = (wc.wr_id() >> SEQ_BITS) as usize;
+            self.completed[r] = wc.wr_id() & SEQ_MASK;
         }
         Ok(k)
     }
@@ -1267,7 +1280,7 @@ impl Responder {
         let seq = self.posted[r] + 1;
         let l = &mut self.resps[q * self.window + k];
         l.set_signaled(0, seq % self.signal_period == 0);
-        l.set_wr_id(0, ((r as u64) << 32) | seq);
+        l.set_wr_id(0, ((r as u64) << SEQ_BITS) | seq);
         match (s.resp_verb, &mut s.ud, &mut s.conn) {
             (EchoVerb::Send, Some(ud), _) => ud.qps[0].post_send(l)?,
             (_, _, Some(conn)) => conn.qps[q].post_send(l)?,

@@ -26,7 +26,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         _ if a.completion => LatencyMode::Completion,
         _ => LatencyMode::PingPong,
     };
-    if a.duration.is_some() && a.iters != 10_000 {
+    if a.duration.is_some() && a.iters.is_some() {
         return Err(Error::usage(
             "--duration and --iters both given: choose one way to end each size",
         ));
@@ -47,7 +47,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         imm: a.imm,
         op: a.op,
         sizes,
-        iters: a.iters,
+        iters: a.iters.unwrap_or(10_000),
         duration_s: a.duration,
         warmup: a.warmup,
         timeout_s: a.timeout,

@@ -75,8 +75,11 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             refuse_busy(stream, args.max_clients);
             continue;
         }
-        let (port, active, groups) = (port.clone(), active.clone(), groups.clone());
+        let (port, groups) = (port.clone(), groups.clone());
+        let slot = ClientSlot(active.clone());
         std::thread::spawn(move || {
+            // Frees the client slot however this thread ends, panics included.
+            let _slot = slot;
             let peer = stream
                 .peer_addr()
                 .map(|a| a.to_string())
@@ -85,8 +88,16 @@ pub fn run(args: &ServeArgs) -> Result<()> {
                 Ok(()) => eprintln!("serve: {peer}: done"),
                 Err(e) => eprintln!("serve: {peer}: dropped: {e}"),
             }
-            active.fetch_sub(1, Ordering::SeqCst);
         });
+    }
+}
+
+/// One of the --max-clients slots, given back when dropped.
+struct ClientSlot(Arc<AtomicUsize>);
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -44,6 +44,12 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
             "--completion: a latency option, not for --tput",
         ));
     }
+    if a.group > 1 && direction == Direction::Outbound {
+        return Err(Error::usage(format!(
+            "--group {}: groups run inbound and echo (outbound has one issuing server per client)",
+            a.group
+        )));
+    }
     if a.group > 1 && a.connect.is_none() {
         return Err(Error::usage(format!(
             "--group {}: several client processes need --connect to one serve",
@@ -112,7 +118,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         resp: a.resp,
         points,
         duration_s: a.duration.unwrap_or(1.0),
-        iters: (a.iters != 10_000).then_some(a.iters),
+        iters: a.iters,
         warmup_s: a.warmup_time,
         timeout_s: a.timeout,
         group: a.group,

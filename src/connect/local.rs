@@ -77,6 +77,17 @@ impl Control for LocalChannel {
         }
     }
 
+    fn poll(&mut self) -> Result<Option<Message>> {
+        match self.rx.try_recv() {
+            Ok(m) => Ok(Some(m)),
+            Err(std::sync::mpsc::TryRecvError::Empty) => Ok(None),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => Err(Error::Peer {
+                peer: self.name.clone(),
+                what: "stopped".into(),
+            }),
+        }
+    }
+
     fn peer(&self) -> String {
         self.name.clone()
     }

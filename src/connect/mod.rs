@@ -101,6 +101,15 @@ impl Message {
 pub trait Control {
     fn send(&mut self, msg: &Message) -> Result<()>;
     fn recv(&mut self, timeout: Duration) -> Result<Message>;
+    /// A message if one has already arrived, without waiting: idle receivers
+    /// call this while the peer measures, so it must not block.
+    fn poll(&mut self) -> Result<Option<Message>> {
+        match self.recv(Duration::from_millis(1)) {
+            Ok(m) => Ok(Some(m)),
+            Err(crate::error::Error::Timeout { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
     /// Who the peer is, for error messages.
     fn peer(&self) -> String;
 }

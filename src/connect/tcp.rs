@@ -10,8 +10,9 @@ use super::{Control, Message, SLICE};
 use crate::bench::wait::aborted;
 use crate::error::{Error, Result};
 
-/// The largest frame either side accepts.
-pub const MAX_FRAME: usize = 64 * 1024;
+/// The largest frame either side accepts: room for the endpoint lists of
+/// thousands of QPs, small enough that a hostile peer cannot exhaust memory.
+pub const MAX_FRAME: usize = 4 * 1024 * 1024;
 
 pub struct TcpChannel {
     stream: TcpStream,
@@ -72,6 +73,13 @@ pub fn frame_len(header: [u8; 4]) -> std::result::Result<usize, String> {
 impl Control for TcpChannel {
     fn send(&mut self, msg: &Message) -> Result<()> {
         let frame = encode(msg);
+        if frame.len() - 4 > MAX_FRAME {
+            return Err(self.peer_err(format!(
+                "'{}' would be a {}-byte frame, over the limit of {MAX_FRAME}",
+                msg.name(),
+                frame.len() - 4
+            )));
+        }
         self.stream
             .write_all(&frame)
             .map_err(|e| self.peer_err(format!("sending '{}': {e}", msg.name())))
@@ -85,6 +93,37 @@ impl Control for TcpChannel {
         self.fill_to(4 + len, deadline, timeout)?;
         let frame: Vec<u8> = self.pending.drain(..4 + len).collect();
         decode(&frame[4..]).map_err(|e| self.peer_err(e))
+    }
+
+    fn poll(&mut self) -> Result<Option<Message>> {
+        // Take whatever has arrived without blocking, then see if a frame is whole.
+        let nb = |s: &TcpStream, on: bool| {
+            s.set_nonblocking(on)
+                .map_err(|e| Error::io("switching the control socket's blocking mode", e))
+        };
+        nb(&self.stream, true)?;
+        let mut chunk = [0u8; 4096];
+        let read = loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => break Err(self.peer_err("closed the connection")),
+                Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => break Err(self.peer_err(format!("read failed: {e}"))),
+            }
+        };
+        nb(&self.stream, false)?;
+        read?;
+        if self.pending.len() < 4 {
+            return Ok(None);
+        }
+        let header: [u8; 4] = self.pending[..4].try_into().expect("four bytes");
+        let len = frame_len(header).map_err(|e| self.peer_err(e))?;
+        if self.pending.len() < 4 + len {
+            return Ok(None);
+        }
+        let frame: Vec<u8> = self.pending.drain(..4 + len).collect();
+        decode(&frame[4..]).map(Some).map_err(|e| self.peer_err(e))
     }
 
     fn peer(&self) -> String {
