@@ -558,11 +558,8 @@ impl TputSpec {
                 p.signal_period
             )));
         }
-        if p.postlist == 0 || p.postlist > p.signal_period {
-            return Err(Error::usage(format!(
-                "--postlist {}: must be 1..--signal-period ({})",
-                p.postlist, p.signal_period
-            )));
+        if p.postlist == 0 {
+            return Err(Error::usage("--postlist 0: must be at least 1"));
         }
         if p.window == 0 || p.window > MAX_WINDOW {
             return Err(Error::usage(format!(
@@ -570,11 +567,8 @@ impl TputSpec {
                 p.window
             )));
         }
-        if p.window < p.postlist {
-            return Err(Error::usage(format!(
-                "--window {}: must hold at least one --postlist ({})",
-                p.window, p.postlist
-            )));
+        if let Some(why) = p.combination_conflict() {
+            return Err(Error::usage(why));
         }
         Ok(())
     }

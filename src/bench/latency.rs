@@ -13,9 +13,9 @@ use crate::connect::{Control, Message};
 use crate::error::Result;
 use crate::spec::{AtomicOp, LatencyMode, LatencySpec, VerbKind};
 use crate::stats::LatencyRecorder;
-use crate::verbs::{Endpoint, RecvList, SendList, SendOp, Transport, WorkCompletion, UD_QKEY};
+use crate::verbs::{Endpoint, RecvList, SendList, Transport, WorkCompletion, UD_QKEY};
 
-use super::side::{Side, GRH_BYTES, RQ_DEPTH, SIGNAL_EVERY};
+use super::side::{send_op, Side, GRH_BYTES, RQ_DEPTH, SIGNAL_EVERY};
 use super::wait::Patience;
 
 /// The marker byte a peer writes as the last payload byte of iteration `k`:
@@ -96,29 +96,7 @@ fn build_wr(
     echo_from_recv: bool,
 ) -> SendList {
     let mut wr = SendList::new(1);
-    let (remote_addr, rkey) = (remote.addr, remote.rkey);
-    let op = match (spec.verb, spec.op) {
-        (VerbKind::Read, _) => SendOp::Read { remote_addr, rkey },
-        (VerbKind::Atomic, Some(AtomicOp::Fadd)) => SendOp::FetchAdd {
-            remote_addr,
-            rkey,
-            add: 1,
-        },
-        (VerbKind::Atomic, _) => SendOp::CompareSwap {
-            remote_addr,
-            rkey,
-            compare: 0,
-            swap: 1,
-        },
-        (VerbKind::Send, _) if spec.imm => SendOp::SendImm { imm: 0x5eed },
-        (VerbKind::Send, _) => SendOp::Send,
-        (_, _) if spec.imm => SendOp::WriteImm {
-            remote_addr,
-            rkey,
-            imm: 0x5eed,
-        },
-        (_, _) => SendOp::Write { remote_addr, rkey },
-    };
+    let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
     let offset = if echo_from_recv {
         side.recv_offset()
     } else {

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::spec::{LatencySpec, VerbKind};
+use crate::spec::{AtomicOp, LatencySpec, VerbKind};
 use crate::verbs::{
     default_gid_index, Access, AddressHandle, CompletionQueue, Context, Endpoint, Gid, LinkLayer,
-    MemoryRegion, PortConfig, PortState, ProtectionDomain, QueuePair, Transport,
+    MemoryRegion, PortConfig, PortState, ProtectionDomain, QueuePair, SendOp, Transport,
 };
 
 /// Room for the Global Route Header a UD receive carries before the payload.
@@ -211,6 +211,41 @@ impl Side {
 
     pub fn recv_offset(&self) -> usize {
         self.slot
+    }
+}
+
+/// The send-side operation `verb` posts at `remote_addr` (atomics: fetch-add 1,
+/// or compare-and-swap whose operands the caller sets per WR).
+pub fn send_op(
+    verb: VerbKind,
+    op: Option<AtomicOp>,
+    imm: bool,
+    remote_addr: u64,
+    rkey: u32,
+) -> SendOp {
+    // An arbitrary, recognisable immediate: receivers do not interpret it.
+    const IMM: u32 = 0x5eed;
+    match (verb, op) {
+        (VerbKind::Read, _) => SendOp::Read { remote_addr, rkey },
+        (VerbKind::Atomic, Some(AtomicOp::Cas)) => SendOp::CompareSwap {
+            remote_addr,
+            rkey,
+            compare: 0,
+            swap: 0,
+        },
+        (VerbKind::Atomic, _) => SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add: 1,
+        },
+        (VerbKind::Send, _) if imm => SendOp::SendImm { imm: IMM },
+        (VerbKind::Send, _) => SendOp::Send,
+        _ if imm => SendOp::WriteImm {
+            remote_addr,
+            rkey,
+            imm: IMM,
+        },
+        _ => SendOp::Write { remote_addr, rkey },
     }
 }
 

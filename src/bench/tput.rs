@@ -19,14 +19,14 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Clock;
 use crate::connect::{Control, Message};
 use crate::error::{Error, Result};
-use crate::spec::{AtomicOp, Direction, EchoVerb, TputPoint, TputSpec, VerbKind};
+use crate::spec::{Direction, EchoVerb, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{
     Access, AddressHandle, CompletionQueue, Endpoint, MemoryRegion, QueuePair, RecvList, SendList,
     SendOp, Transport, WorkCompletion, UD_QKEY,
 };
 
 use super::latency::marker;
-use super::side::{Port, GRH_BYTES};
+use super::side::{access_for, send_op, Port, Role, GRH_BYTES};
 use super::wait::{aborted, Patience};
 
 /// wr_id layout: QP index above SEQ_BITS, the WR's sequence number below
@@ -279,24 +279,13 @@ pub fn slot_bytes(size: u32) -> usize {
 }
 
 fn verb_op(spec: &TputSpec, remote: &Endpoint, offset: u64) -> SendOp {
-    let (remote_addr, rkey) = (remote.addr + offset, remote.rkey);
-    match (spec.verb, spec.op) {
-        (VerbKind::Read, _) => SendOp::Read { remote_addr, rkey },
-        (VerbKind::Atomic, Some(AtomicOp::Cas)) => SendOp::CompareSwap {
-            remote_addr,
-            rkey,
-            compare: 0,
-            swap: 0,
-        },
-        (VerbKind::Atomic, _) => SendOp::FetchAdd {
-            remote_addr,
-            rkey,
-            add: 1,
-        },
-        (VerbKind::Send, _) if spec.imm => SendOp::SendImm { imm: 0x5eed },
-        (VerbKind::Send, _) => SendOp::Send,
-        _ => SendOp::Write { remote_addr, rkey },
-    }
+    send_op(
+        spec.verb,
+        spec.op,
+        spec.imm,
+        remote.addr + offset,
+        remote.rkey,
+    )
 }
 
 fn verb_label(spec: &TputSpec) -> &'static str {
@@ -324,10 +313,8 @@ pub fn build_side(
     let sends = spec.verb == VerbKind::Send;
     match part(spec, is_client) {
         Part::Issuer => {
-            let access = match spec.verb {
-                VerbKind::Read | VerbKind::Atomic => Access::LOCAL,
-                _ => Access::LOCAL,
-            };
+            // An issuer exposes nothing: READ results and atomic replies land locally.
+            let access = Access::LOCAL;
             let shape = QpShape {
                 transport: p.transport,
                 count: p.qps,
@@ -343,13 +330,7 @@ pub fn build_side(
             Ok(PointSide::Issuer(sets))
         }
         Part::Target => {
-            let mut access = Access::LOCAL;
-            match spec.verb {
-                VerbKind::Write => access.remote_write = true,
-                VerbKind::Read => access.remote_read = true,
-                VerbKind::Atomic => access.remote_atomic = true,
-                _ => {}
-            }
+            let access = access_for(spec.verb, Role::Server);
             let rq_depth = if sends { sink_rq_depth(p) } else { 1 };
             let shape = QpShape {
                 transport: p.transport,
