@@ -5,6 +5,7 @@
 //! measured loops, sessions), `stats` (numbers from samples), `results` +
 //! `export` (files), `output` (what people see), `cli` + `cmd` (the program).
 
+pub mod abort;
 pub mod bench;
 pub mod cli;
 pub mod clock;
@@ -17,6 +18,7 @@ pub mod export;
 #[cfg(feature = "mpi")]
 pub mod mpi_boot;
 pub mod output;
+pub mod report;
 pub mod results;
 pub mod spec;
 pub mod stats;

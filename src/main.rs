@@ -31,7 +31,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if let Err(e) = rdma_bench::bench::wait::stop_on_signals() {
+    if let Err(e) = rdma_bench::abort::stop_on_signals() {
         eprintln!("error: cannot install signal handlers: {e}");
         std::process::exit(1);
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use crate::bench::wait::aborted;
+use crate::abort::aborted;
 use crate::bench::{run_tput_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::TestArgs;
 use crate::clock::Clock;

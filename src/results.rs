@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::tput::{ClientFigure, ThreadFigure};
+use crate::report::{ClientFigure, ThreadFigure};
 use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 1;

@@ -19,18 +19,6 @@ pub enum VerbKind {
 }
 
 impl VerbKind {
-    /// The work-completion opcode this verb produces, for error messages
-    /// (error completions carry no valid opcode of their own).
-    pub fn wc_label(self, op: Option<AtomicOp>) -> &'static str {
-        match (self, op) {
-            (VerbKind::Read, _) => "RDMA_READ",
-            (VerbKind::Atomic, Some(AtomicOp::Cas)) => "COMP_SWAP",
-            (VerbKind::Atomic, _) => "FETCH_ADD",
-            (VerbKind::Send, _) => "SEND",
-            _ => "RDMA_WRITE",
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             VerbKind::Read => "read",
@@ -577,10 +565,11 @@ impl TputSpec {
     pub fn validate_device(&self, dev: &DeviceLimits) -> Result<()> {
         for p in &self.points {
             let name = &dev.name;
-            if self.inline && p.size > dev.max_inline {
+            let max_inline = dev.max_inline(p.transport);
+            if self.inline && p.size > max_inline {
                 return Err(Error::usage(format!(
-                    "--inline --size {}: exceeds the max_inline of {name} ({})",
-                    p.size, dev.max_inline
+                    "--inline --size {} ({}): exceeds the max_inline of {name} ({max_inline})",
+                    p.size, p.transport
                 )));
             }
             if p.transport == Transport::Ud && p.size > dev.mtu {
@@ -622,11 +611,19 @@ impl TputSpec {
 #[derive(Debug, Clone)]
 pub struct DeviceLimits {
     pub name: String,
-    pub max_inline: u32,
+    /// The inline limit granted on RC, UC and UD QPs (they differ on some
+    /// devices), 0 where not probed because the run does not inline.
+    pub max_inline: [u32; 3],
     pub mtu: u32,
     pub max_qp_wr: u32,
     pub max_qp: u32,
     pub atomics: bool,
+}
+
+impl DeviceLimits {
+    pub fn max_inline(&self, t: Transport) -> u32 {
+        self.max_inline[t as usize]
+    }
 }
 
 /// What a client asks a server to run: a latency or a throughput test.
@@ -750,7 +747,7 @@ mod tput_tests {
     fn device_limits_refuse_with_device_and_limit() {
         let dev = DeviceLimits {
             name: "rxe0".into(),
-            max_inline: 512,
+            max_inline: [512; 3],
             mtu: 1024,
             max_qp_wr: 1024,
             max_qp: 64,

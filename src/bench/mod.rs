@@ -1,16 +1,49 @@
-//! The benchmarks: per-side resources, the measured loops, and the sessions
-//! that run them point by point. Results come back as plain structs; printing
-//! and saving them is `output`'s and `export`'s business.
+//! The benchmarks: the device port, the QP bundle every test builds, the
+//! verb table, the measured loops and the sessions that run them point by
+//! point. Results come back as plain structs; printing and saving them is
+//! `output`'s and `export`'s business.
 
 pub mod group;
 pub mod latency;
-pub mod session;
-pub mod side;
+pub mod ops;
+pub mod port;
+pub mod qpset;
 pub mod tput;
-pub mod tput_session;
 pub mod wait;
 
 pub use group::Rendezvous;
-pub use session::{run_client, serve_client, PointOutcome};
-pub use side::{DeviceChoice, Port};
-pub use tput_session::{run_tput_client, TputOutcome};
+pub use latency::{run_client, PointOutcome};
+pub use port::{DeviceChoice, Port};
+pub use tput::{run_tput_client, TputOutcome};
+
+use crate::clock::Clock;
+use crate::connect::{check_version, refuse, unexpected, Control, Message};
+use crate::error::Result;
+use crate::spec::TestSpec;
+
+/// Serves one client whose `Hello` has been read: checks its protocol
+/// version and runs the latency or throughput test it asks for.
+pub fn serve_client(
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hello: Message,
+    groups: &Rendezvous,
+) -> Result<()> {
+    let Message::Hello {
+        version,
+        spec,
+        endpoint,
+        ..
+    } = hello
+    else {
+        return Err(unexpected(ctl, "hello", &hello));
+    };
+    if let Err(e) = check_version(&ctl.peer(), version) {
+        return Err(refuse(ctl, e));
+    }
+    match spec {
+        TestSpec::Latency(l) => latency::serve_latency(port, ctl, clock, l, endpoint),
+        TestSpec::Tput(t) => tput::serve_tput(port, ctl, clock, t, groups),
+    }
+}

@@ -1,34 +1,8 @@
 //! Bounded busy-waiting: every spin on the peer (a memory marker, a CQ) gives
 //! up after the run's timeout instead of hanging when the peer dies.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
-
+use crate::abort::aborted;
 use crate::clock::Clock;
-
-/// Set when the run must stop (SIGINT/SIGTERM, or the other side of a
-/// loopback run failed): every bounded wait then returns `Error::Interrupted`
-/// promptly, the current point is abandoned and measured points stay written.
-static ABORT: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
-
-pub fn abort_all() {
-    ABORT.store(true, Ordering::Relaxed);
-}
-
-pub fn aborted() -> bool {
-    ABORT.load(Ordering::Relaxed)
-}
-
-/// SIGINT and SIGTERM set the abort flag; a second one ends the process at
-/// once (for a run that is stuck somewhere no wait checks the flag).
-pub fn stop_on_signals() -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, ABORT.clone())?;
-        signal_hook::flag::register(sig, ABORT.clone())?;
-    }
-    Ok(())
-}
 use crate::error::{Error, Result};
 
 pub struct Patience {

@@ -1,7 +1,7 @@
 //! Latency: the spec built from command-line arguments, and the results
 //! record of one measured point.
 
-use crate::bench::session::PointOutcome;
+use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::results::LatencyRecord;

@@ -13,7 +13,7 @@ pub mod tput;
 
 use std::time::Duration;
 
-use crate::bench::wait::abort_all;
+use crate::abort::abort_all;
 use crate::bench::{serve_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::DeviceArgs;
 use crate::clock::Clock;

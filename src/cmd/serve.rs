@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::bench::wait::aborted;
+use crate::abort::aborted;
 use crate::bench::{serve_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::ServeArgs;
 use crate::clock::Clock;

@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::connect::TcpChannel;
 use crate::error::{Error, Result};
 use crate::results::{now_utc, DeviceInfo, HostInfo, ResultsDoc, SCHEMA_VERSION};
-use crate::verbs::{probe_max_inline, CompletionQueue, Transport};
+use crate::verbs::Transport;
 
 /// Parses `rc`, `uc`, `ud` or a comma list of them.
 pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
@@ -34,13 +34,12 @@ pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
 }
 
 pub fn device_info(port: &Port) -> Result<DeviceInfo> {
-    let attr = port.ctx.query_device()?;
-    let cq = CompletionQueue::new(&port.ctx, 4)?;
+    let attr = &port.attr;
     Ok(DeviceInfo {
         name: port.ctx.name().to_string(),
         vendor_id: attr.vendor_id,
         vendor_part_id: attr.vendor_part_id,
-        fw_ver: attr.fw_ver,
+        fw_ver: attr.fw_ver.clone(),
         hw_ver: attr.hw_ver,
         port: port.config.port,
         gid_index: port.config.gid_index,
@@ -48,7 +47,7 @@ pub fn device_info(port: &Port) -> Result<DeviceInfo> {
         link_layer: format!("{:?}", port.link_layer),
         active_mtu: port.mtu,
         speed_gbps: port.ctx.query_port(port.config.port)?.speed_gbps,
-        max_inline: probe_max_inline(&port.pd, &cq, Transport::Rc),
+        max_inline: port.max_inline(Transport::Rc)?,
     })
 }
 

@@ -4,7 +4,7 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use super::{Control, Message, SLICE};
-use crate::bench::wait::aborted;
+use crate::abort::aborted;
 use crate::error::{Error, Result};
 
 pub struct LocalChannel {

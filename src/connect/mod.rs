@@ -4,17 +4,19 @@
 //! frames over TCP; both speak the same `Message`s.
 
 mod local;
+pub mod protocol;
 mod tcp;
 
 pub use local::{local_pair, local_pair_named, LocalChannel};
+pub use protocol::{accept, check_version, expect, hello, refuse, unexpected, Deadlines};
 pub use tcp::{TcpChannel, MAX_FRAME};
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench::tput::{ClientFigure, DriverReport};
 use crate::error::Result;
+use crate::report::{ClientFigure, DriverReport};
 use crate::spec::{TestSpec, TputPoint};
 use crate::verbs::Endpoint;
 
@@ -112,14 +114,4 @@ pub trait Control {
     }
     /// Who the peer is, for error messages.
     fn peer(&self) -> String;
-}
-
-/// Checks that the peer speaks our protocol version.
-pub fn check_version(peer: &str, theirs: u32) -> std::result::Result<(), String> {
-    if theirs != PROTOCOL_VERSION {
-        return Err(format!(
-            "protocol version mismatch: {peer} speaks v{theirs}, this rdma-bench speaks v{PROTOCOL_VERSION} (run the same rdma-bench version on both sides)"
-        ));
-    }
-    Ok(())
 }

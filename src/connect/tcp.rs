@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use super::{Control, Message, SLICE};
-use crate::bench::wait::aborted;
+use crate::abort::aborted;
 use crate::error::{Error, Result};
 
 /// The largest frame either side accepts: room for the endpoint lists of

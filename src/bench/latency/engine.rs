@@ -9,14 +9,16 @@
 //! Nothing here allocates, locks, logs or makes a syscall besides the verbs'.
 
 use crate::clock::Clock;
-use crate::connect::{Control, Message};
+use crate::connect::{expect, unexpected, Control, Deadlines, Message};
 use crate::error::Result;
 use crate::spec::{AtomicOp, LatencyMode, LatencySpec, VerbKind};
 use crate::stats::LatencyRecorder;
-use crate::verbs::{Endpoint, RecvList, SendList, Transport, WorkCompletion, UD_QKEY};
+use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY};
 
-use super::side::{send_op, Side, GRH_BYTES, RQ_DEPTH, SIGNAL_EVERY};
-use super::wait::Patience;
+use super::super::ops::{atomic_expected, atomic_operands, posts_inline, send_op, wc_label};
+use super::super::qpset::GRH_BYTES;
+use super::super::wait::Patience;
+use super::{server_part, ServerPart, Side, SIGNAL_EVERY};
 
 /// The marker byte a peer writes as the last payload byte of iteration `k`:
 /// 1..=254, never the zero a reset buffer holds, never `STOP`.
@@ -26,7 +28,7 @@ pub fn marker(k: u64) -> u8 {
 }
 
 /// The marker that ends a ping-pong point on the server.
-pub const STOP: u8 = 255;
+const STOP: u8 = 255;
 
 /// What the client measured for one point.
 pub struct ClientPoint {
@@ -37,99 +39,47 @@ pub struct ClientPoint {
     pub elapsed_ns: u64,
 }
 
-/// How the server takes part in a point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ServerPart {
-    /// Answers each message (write/echo/send ping-pong).
-    Answer,
-    /// Consumes messages that need receives (send, or write with immediate).
-    Sink,
-    /// Does nothing: the NIC serves READs, WRITEs and atomics on its own.
-    Passive,
-}
-
-pub fn server_part(spec: &LatencySpec) -> ServerPart {
-    match spec.mode {
-        LatencyMode::PingPong => ServerPart::Answer,
-        LatencyMode::Completion if spec.verb == VerbKind::Send || spec.imm => ServerPart::Sink,
-        LatencyMode::Completion => ServerPart::Passive,
-    }
-}
-
-/// Whether this side keeps receives posted.
-pub fn needs_receives(spec: &LatencySpec, server: bool) -> bool {
-    match server_part(spec) {
-        ServerPart::Answer => spec.verb == VerbKind::Send,
-        ServerPart::Sink => server,
-        ServerPart::Passive => false,
-    }
-}
-
-/// Receive list for one message into the receive area (UD: GRH first).
-pub fn recv_list(side: &Side) -> RecvList {
-    RecvList::new(&side.mr, side.recv_offset(), side.slot as u32, 1, 0)
-}
-
-pub fn post_receives(side: &mut Side, list: &mut RecvList) -> Result<()> {
-    for _ in 0..RQ_DEPTH {
-        side.qp.post_recv(list)?;
-    }
-    Ok(())
-}
-
 /// Offset of the last payload byte of a `size`-byte message in the receive area.
 fn recv_marker_at(side: &Side, size: u32) -> usize {
-    let grh = if side.qp.transport() == Transport::Ud {
+    let grh = if side.qp().transport() == Transport::Ud {
         GRH_BYTES
     } else {
         0
     };
-    side.recv_offset() + grh + size as usize - 1
+    side.recv_area() + grh + size as usize - 1
 }
 
-/// Builds the one-WR list a side posts for `spec` at `size`.
-fn build_wr(
-    side: &Side,
-    spec: &LatencySpec,
-    size: u32,
-    remote: &Endpoint,
-    echo_from_recv: bool,
-) -> SendList {
+/// Builds the one-WR list a side posts for `spec` at `size`: from the send
+/// area, or (ECHO's server) straight from where the request landed.
+fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) -> SendList {
     let mut wr = SendList::new(1);
+    let remote = &side.remote;
     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
-    let offset = if echo_from_recv {
-        side.recv_offset()
+    let offset = if from_recv_area {
+        side.recv_area()
     } else {
-        side.send_offset()
+        Side::SEND_AREA
     };
-    wr.set(0, op, &side.mr, offset, size);
-    if let Some(ah) = &side.ah {
+    wr.set(0, op, &side.set.mr, offset, size);
+    if let Some(ah) = &side.set.ahs[0] {
         wr.set_ud_dest(0, ah, remote.qpn, UD_QKEY);
     }
+    wr.set_inline(
+        0,
+        posts_inline(spec.verb, spec.inline, size, side.qp().max_inline()),
+    );
     wr
-}
-
-/// Whether a side posts `size` bytes inline.
-pub fn use_inline(spec: &LatencySpec, side: &Side, size: u32) -> bool {
-    match spec.verb {
-        VerbKind::Read | VerbKind::Atomic => false,
-        // ECHO inlines whenever it fits, as HERD's clients do.
-        VerbKind::Echo => size <= side.qp.max_inline(),
-        _ => spec.inline,
-    }
 }
 
 /// Polls one completion from `cq` (bounded by `patience`), checking its status.
 #[inline(always)]
 fn reap_one(
-    side: &Side,
-    recv: bool,
+    cq: &CompletionQueue,
+    qpn: u32,
     verb: &'static str,
     patience: &Patience,
     wc: &mut [WorkCompletion; 1],
 ) -> Result<()> {
-    let cq = if recv { &side.recv_cq } else { &side.send_cq };
-    let qpn = side.qp.qpn();
     patience.wait(
         || format!("a {verb} completion on QP {qpn}"),
         || Ok((cq.poll(wc)? == 1).then_some(())),
@@ -138,40 +88,35 @@ fn reap_one(
     Ok(())
 }
 
-fn verb_label(spec: &LatencySpec) -> &'static str {
-    spec.verb.wc_label(spec.op)
-}
-
 /// Runs one point on the client; samples go to `rec` (cleared first).
-#[allow(clippy::too_many_arguments)]
 pub fn client_point(
     side: &mut Side,
     spec: &LatencySpec,
     size: u32,
-    remote: &Endpoint,
     clock: &Clock,
     rec: &mut LatencyRecorder,
-    recvs: &mut RecvList,
 ) -> Result<ClientPoint> {
     rec.clear();
     let patience = Patience::new(*clock, spec.timeout_s);
-    let inline = use_inline(spec, side, size);
-    let mut wr = build_wr(side, spec, size, remote, false);
-    wr.set_inline(0, inline);
-    let verb = verb_label(spec);
+    let mut wr = build_wr(side, spec, size, false);
+    let inline = posts_inline(spec.verb, spec.inline, size, side.qp().max_inline());
+    let verb = wc_label(spec.verb, spec.op);
     let warmup = spec.warmup;
     let duration_ticks = spec
         .duration_s
         .map(|d| clock.ticks(std::time::Duration::from_secs_f64(d)));
     let total = warmup + spec.iters;
-    let send_marker = side.send_offset() + size as usize - 1;
+    let send_marker = Side::SEND_AREA + size as usize - 1;
     let recv_marker = recv_marker_at(side, size);
+    let qpn = side.qp().qpn();
+    let Side { set, recvs, .. } = side;
+    let (qp, mr) = (&mut set.qps[0], &set.mr);
+    let (send_cq, recv_cq) = (&set.send_cq, &set.recv_cq);
     let mut wc = [WorkCompletion::default(); 1];
     let mut failures = 0u64;
     let started = clock.now();
     let mut measured_from = started;
     let mut k = 0u64;
-    let qpn = side.qp.qpn();
 
     loop {
         if k == warmup {
@@ -189,20 +134,19 @@ pub fn client_point(
         match spec.mode {
             LatencyMode::PingPong => {
                 let m = marker(k);
-                side.mr.write_u8(send_marker, m);
+                mr.write_u8(send_marker, m);
                 let signaled = k % SIGNAL_EVERY == SIGNAL_EVERY - 1;
                 wr.set_signaled(0, signaled);
                 let t0 = clock.now();
-                side.qp.post_send(&mut wr)?;
+                qp.post_send(&mut wr)?;
                 if spec.verb == VerbKind::Send {
-                    reap_one(side, true, "RECV", &patience, &mut wc)?;
+                    reap_one(recv_cq, qpn, "RECV", &patience, &mut wc)?;
                     let t1 = clock.now();
-                    side.qp.post_recv(recvs)?;
+                    qp.post_recv(recvs)?;
                     if k >= warmup {
                         rec.record(clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 } else {
-                    let mr = &side.mr;
                     patience.wait(
                         || {
                             format!(
@@ -217,26 +161,24 @@ pub fn client_point(
                     }
                 }
                 if signaled {
-                    reap_one(side, false, verb, &patience, &mut wc)?;
+                    reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
                 }
             }
             LatencyMode::Completion => {
                 if let Some(AtomicOp::Cas) = spec.op {
-                    wr.set_compare_swap(0, k, k + 1);
+                    let (compare, swap) = atomic_operands(k);
+                    wr.set_compare_swap(0, compare, swap);
                 }
                 wr.set_signaled(0, true);
                 let t0 = clock.now();
-                side.qp.post_send(&mut wr)?;
-                reap_one(side, false, verb, &patience, &mut wc)?;
+                qp.post_send(&mut wr)?;
+                reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
                 let t1 = clock.now();
                 if k >= warmup {
                     rec.record(clock.to_ns(t1.wrapping_sub(t0)));
                 }
-                if spec.verb == VerbKind::Atomic {
-                    // Fetch-add returns the count so far; CAS returns k when it swapped.
-                    if side.mr.read_u64(side.send_offset()) != k {
-                        failures += 1;
-                    }
+                if spec.op.is_some() && mr.read_u64(Side::SEND_AREA) != atomic_expected(k) {
+                    failures += 1;
                 }
             }
         }
@@ -245,10 +187,10 @@ pub fn client_point(
     let finished = clock.now();
     if spec.mode == LatencyMode::PingPong {
         // Tell the answering side this point is over.
-        side.mr.write_u8(send_marker, STOP);
+        mr.write_u8(send_marker, STOP);
         wr.set_signaled(0, true);
-        side.qp.post_send(&mut wr)?;
-        reap_one(side, false, verb, &patience, &mut wc)?;
+        qp.post_send(&mut wr)?;
+        reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
     }
     Ok(ClientPoint {
         measured: k.saturating_sub(warmup),
@@ -260,38 +202,39 @@ pub fn client_point(
 }
 
 /// Runs one point on the server; returns how many messages it received.
-#[allow(clippy::too_many_arguments)]
 pub fn server_point(
     side: &mut Side,
     spec: &LatencySpec,
     size: u32,
     index: u32,
-    remote: &Endpoint,
     clock: &Clock,
     ctl: &mut dyn Control,
-    recvs: &mut RecvList,
 ) -> Result<u64> {
     let patience = Patience::new(*clock, spec.timeout_s);
-    let qpn = side.qp.qpn();
+    let deadlines = Deadlines::new(spec.timeout_s, spec.duration_s.unwrap_or(0.0));
+    let qpn = side.qp().qpn();
+    let echo = spec.verb == VerbKind::Echo;
+    let mut wr = build_wr(side, spec, size, echo);
+    let verb = wc_label(spec.verb, spec.op);
+    let send_marker = Side::SEND_AREA + size as usize - 1;
+    let recv_marker = recv_marker_at(side, size);
+    let Side { set, recvs, .. } = side;
+    let (qp, mr) = (&mut set.qps[0], &set.mr);
+    let (send_cq, recv_cq) = (&set.send_cq, &set.recv_cq);
     let mut wc = [WorkCompletion::default(); 1];
     let mut received = 0u64;
+    let is_finish = |m: &Message| matches!(m, Message::Finish { index: i } if *i == index);
+    let finish = |m: &mut Message| is_finish(m).then_some(());
     match server_part(spec) {
         ServerPart::Answer => {
-            let echo = spec.verb == VerbKind::Echo;
-            let mut wr = build_wr(side, spec, size, remote, echo);
-            wr.set_inline(0, use_inline(spec, side, size));
-            let verb = verb_label(spec);
-            let send_marker = side.send_offset() + size as usize - 1;
-            let recv_marker = recv_marker_at(side, size);
             let mut k = 0u64;
             loop {
                 let m = marker(k);
                 let seen = if spec.verb == VerbKind::Send {
-                    reap_one(side, true, "RECV", &patience, &mut wc)?;
-                    side.qp.post_recv(recvs)?;
-                    side.mr.read_u8(recv_marker)
+                    reap_one(recv_cq, qpn, "RECV", &patience, &mut wc)?;
+                    qp.post_recv(recvs)?;
+                    mr.read_u8(recv_marker)
                 } else {
-                    let mr = &side.mr;
                     patience.wait(
                         || format!("iteration {k} from the client on QP {qpn} (client gone?)"),
                         || {
@@ -305,66 +248,48 @@ pub fn server_point(
                 }
                 received += 1;
                 if !echo {
-                    side.mr.write_u8(send_marker, m);
+                    mr.write_u8(send_marker, m);
                 }
                 let signaled = k % SIGNAL_EVERY == SIGNAL_EVERY - 1;
                 wr.set_signaled(0, signaled);
-                side.qp.post_send(&mut wr)?;
+                qp.post_send(&mut wr)?;
                 if signaled {
-                    reap_one(side, false, verb, &patience, &mut wc)?;
+                    reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
                 }
                 k += 1;
             }
             // Reap what is still outstanding so the next point starts clean.
-            while side.send_cq.poll(&mut wc)? == 1 {
+            while send_cq.poll(&mut wc)? == 1 {
                 wc[0].check(verb)?;
             }
-            expect_finish(ctl, index, spec)?;
+            expect(ctl, "finish", deadlines.passive(), finish)?;
         }
         ServerPart::Sink => loop {
-            if side.recv_cq.poll(&mut wc)? == 1 {
+            if recv_cq.poll(&mut wc)? == 1 {
                 wc[0].check("RECV")?;
-                side.qp.post_recv(recvs)?;
+                qp.post_recv(recvs)?;
                 received += 1;
                 continue;
             }
             // Idle: ask the control channel whether the client is done. This
             // only happens when no message is waiting, so it costs the client nothing.
-            match ctl.poll() {
-                Ok(Some(Message::Finish { index: i })) if i == index => {
+            match ctl.poll()? {
+                Some(m) if is_finish(&m) => {
                     // Count what arrived while the Finish was on its way.
-                    while side.recv_cq.poll(&mut wc)? == 1 {
+                    while recv_cq.poll(&mut wc)? == 1 {
                         wc[0].check("RECV")?;
-                        side.qp.post_recv(recvs)?;
+                        qp.post_recv(recvs)?;
                         received += 1;
                     }
                     break;
                 }
-                Ok(Some(other)) => return Err(unexpected(ctl, "finish", &other)),
-                Ok(None) => {}
-                Err(e) => return Err(e),
+                Some(other) => return Err(unexpected(ctl, "finish", &other)),
+                None => {}
             }
         },
-        ServerPart::Passive => expect_finish(ctl, index, spec)?,
+        ServerPart::Passive => expect(ctl, "finish", deadlines.passive(), finish)?,
     }
     Ok(received)
-}
-
-/// Waits for the client's `Finish`: a passive server can wait as long as a
-/// point may last, but not forever.
-fn expect_finish(ctl: &mut dyn Control, index: u32, spec: &LatencySpec) -> Result<()> {
-    let longest = spec.duration_s.unwrap_or(0.0) + spec.timeout_s * 4.0 + 3600.0;
-    match ctl.recv(std::time::Duration::from_secs_f64(longest))? {
-        Message::Finish { index: i } if i == index => Ok(()),
-        other => Err(unexpected(ctl, "finish", &other)),
-    }
-}
-
-pub fn unexpected(ctl: &dyn Control, wanted: &str, got: &Message) -> crate::error::Error {
-    crate::error::Error::Peer {
-        peer: ctl.peer(),
-        what: format!("protocol error: expected '{wanted}', got '{}'", got.name()),
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,134 @@
+//! Latency: one QP per side, one WR in flight, one sample per iteration.
+//! `engine` holds the measured loops, `session` the handshake and the
+//! per-point barriers around them.
+
+mod engine;
+mod session;
+
+pub use engine::{marker, ClientPoint};
+pub use session::{run_client, serve_latency, PointOutcome};
+
+use crate::error::Result;
+use crate::spec::{LatencyMode, LatencySpec, VerbKind};
+use crate::verbs::{Endpoint, QueuePair, RecvList};
+
+use super::ops::{access_for, Role};
+use super::port::Port;
+use super::qpset::{slot_bytes, QpSet, QpShape};
+
+/// Send-queue depth of latency QPs; one WR in `SIGNAL_EVERY` is signaled so the
+/// queue never fills with unreaped WRs.
+const SQ_DEPTH: u32 = 128;
+const SIGNAL_EVERY: u64 = 64;
+/// Receives kept posted on a ping-pong/sink QP.
+const RQ_DEPTH: u32 = 128;
+
+/// How the server takes part in a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerPart {
+    /// Answers each message (write/echo/send ping-pong).
+    Answer,
+    /// Consumes messages that need receives (send, or write with immediate).
+    Sink,
+    /// Does nothing: the NIC serves READs, WRITEs and atomics on its own.
+    Passive,
+}
+
+pub fn server_part(spec: &LatencySpec) -> ServerPart {
+    match spec.mode {
+        LatencyMode::PingPong => ServerPart::Answer,
+        LatencyMode::Completion if spec.verb == VerbKind::Send || spec.imm => ServerPart::Sink,
+        LatencyMode::Completion => ServerPart::Passive,
+    }
+}
+
+/// Whether this side keeps receives posted.
+fn needs_receives(spec: &LatencySpec, role: Role) -> bool {
+    match server_part(spec) {
+        ServerPart::Answer => spec.verb == VerbKind::Send,
+        ServerPart::Sink => role == Role::Server,
+        ServerPart::Passive => false,
+    }
+}
+
+/// One side's QP and buffer before the peer is known. The buffer is laid out
+/// as [send area | receive area], one slot each; the peer targets the
+/// receive area.
+pub struct UnconnectedSide {
+    set: QpSet,
+    slot: usize,
+    role: Role,
+}
+
+impl UnconnectedSide {
+    /// Creates the QP and buffer for `spec` with the access rights `role` needs.
+    pub fn new(port: &Port, spec: &LatencySpec, role: Role, inline_room: u32) -> Result<Self> {
+        let slot = slot_bytes(spec.max_size());
+        let set = QpSet::new(
+            port,
+            &QpShape {
+                transport: spec.transport,
+                count: 1,
+                sq_depth: SQ_DEPTH,
+                rq_depth: RQ_DEPTH,
+                inline: inline_room,
+                region: 2 * slot,
+                access: access_for(spec.verb, role),
+            },
+        )?;
+        Ok(UnconnectedSide { set, slot, role })
+    }
+
+    /// What the peer needs: our QP, and our receive area as the RDMA target.
+    pub fn endpoint(&self) -> Endpoint {
+        let e = self.set.endpoints()[0];
+        Endpoint {
+            addr: e.addr + self.slot as u64,
+            len: self.slot as u64,
+            ..e
+        }
+    }
+
+    /// Brings the QP to RTS towards `remote` and posts the receives `spec` needs.
+    pub fn connect(mut self, remote: Endpoint, spec: &LatencySpec) -> Result<Side> {
+        self.set.connect(&[remote])?;
+        // One receive WR into the receive area, reposted after every message.
+        let mut recvs = RecvList::new(&self.set.mr, self.slot, self.slot as u32, 1, 0);
+        if needs_receives(spec, self.role) {
+            for _ in 0..RQ_DEPTH {
+                self.set.qps[0].post_recv(&mut recvs)?;
+            }
+        }
+        Ok(Side {
+            set: self.set,
+            slot: self.slot,
+            remote,
+            recvs,
+        })
+    }
+}
+
+/// One side of a connected latency run, reused for every size of a sweep.
+pub struct Side {
+    set: QpSet,
+    slot: usize,
+    remote: Endpoint,
+    recvs: RecvList,
+}
+
+impl Side {
+    const SEND_AREA: usize = 0;
+
+    fn recv_area(&self) -> usize {
+        self.slot
+    }
+
+    fn qp(&self) -> &QueuePair {
+        &self.set.qps[0]
+    }
+
+    /// Zeroes both areas so no marker from the previous point is seen.
+    fn reset(&self) {
+        self.set.mr.fill(0, 2 * self.slot, 0);
+    }
+}

@@ -1,0 +1,146 @@
+//! A whole latency run over one connection: the handshake, then one point per
+//! size with a barrier before and after each, for the client and the server.
+
+use crate::clock::Clock;
+use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
+use crate::error::{Error, Result};
+use crate::spec::{LatencySpec, TestSpec};
+use crate::stats::LatencyRecorder;
+use crate::verbs::Endpoint;
+
+use super::super::ops::{inline_room, needs_inline_limit, Role};
+use super::super::port::Port;
+use super::engine::{client_point, server_point, ClientPoint};
+use super::{server_part, ServerPart, UnconnectedSide};
+
+/// One measured point, as the client hands it to the caller (to print and save).
+pub struct PointOutcome<'a> {
+    pub index: u32,
+    pub size: u32,
+    pub client: ClientPoint,
+    /// Messages the server counted (SEND and ping-pong); `None` where the server is passive.
+    pub server_received: Option<u64>,
+    pub samples: &'a LatencyRecorder,
+}
+
+/// Checks `spec` against the device behind `port`; returns the inline room
+/// a QP must be created with.
+fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
+    let max_inline = if needs_inline_limit(spec.verb, spec.inline) {
+        port.max_inline(spec.transport)?
+    } else {
+        0
+    };
+    let limits = port.limits(&[])?;
+    spec.validate_device(&limits.name, max_inline, limits.mtu, limits.atomics)?;
+    Ok(inline_room(
+        spec.verb,
+        spec.inline,
+        spec.max_size(),
+        max_inline,
+    ))
+}
+
+fn deadlines(spec: &LatencySpec) -> Deadlines {
+    Deadlines::new(spec.timeout_s, spec.duration_s.unwrap_or(0.0))
+}
+
+/// Runs every point of `spec` as the client. `on_point` sees each point as
+/// soon as it is measured (so it can be written out before the next starts).
+pub fn run_client(
+    spec: &LatencySpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    mut on_point: impl FnMut(PointOutcome<'_>) -> Result<()>,
+) -> Result<()> {
+    let d = deadlines(spec);
+    let room = check_against_device(spec, port)?;
+    let unconnected = UnconnectedSide::new(port, spec, Role::Client, room)?;
+    let remote = hello(
+        ctl,
+        TestSpec::Latency(spec.clone()),
+        Some(unconnected.endpoint()),
+        d.reply(),
+    )?
+    .ok_or_else(|| Error::Peer {
+        peer: ctl.peer(),
+        what: "accepted a latency test without an endpoint".into(),
+    })?;
+    let mut side = unconnected.connect(remote, spec)?;
+    let mut rec = LatencyRecorder::new();
+    let server_counts = server_part(spec) != ServerPart::Passive;
+    for (i, &size) in spec.sizes.iter().enumerate() {
+        let index = i as u32;
+        side.reset();
+        ctl.send(&Message::Prepare { index, size })?;
+        expect(ctl, "ready", d.reply(), |m| match m {
+            Message::Ready { index: r } if *r == index => Some(()),
+            _ => None,
+        })?;
+        let client = client_point(&mut side, spec, size, clock, &mut rec)?;
+        ctl.send(&Message::Finish { index })?;
+        let received = expect(ctl, "finished", d.setup(), |m| match m {
+            Message::Finished { index: r, received } if *r == index => Some(*received),
+            _ => None,
+        })?;
+        on_point(PointOutcome {
+            index,
+            size,
+            client,
+            server_received: server_counts.then_some(received),
+            samples: &rec,
+        })?;
+    }
+    ctl.send(&Message::Bye)?;
+    Ok(())
+}
+
+/// Serves one latency client whose `Hello` has been read: checks the spec,
+/// connects, and answers points until `Bye`. Refusals go back to the client.
+pub fn serve_latency(
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    spec: LatencySpec,
+    client: Option<Endpoint>,
+) -> Result<()> {
+    let Some(client) = client else {
+        return Err(refuse(
+            ctl,
+            Error::usage("a latency hello needs an endpoint"),
+        ));
+    };
+    let room = match spec
+        .validate()
+        .and_then(|_| check_against_device(&spec, port))
+    {
+        Ok(room) => room,
+        Err(e) => return Err(refuse(ctl, e)),
+    };
+    let unconnected = UnconnectedSide::new(port, &spec, Role::Server, room)?;
+    let endpoint = unconnected.endpoint();
+    let mut side = unconnected.connect(client, &spec)?;
+    accept(ctl, Some(endpoint), port.ctx.name())?;
+    let d = deadlines(&spec);
+    loop {
+        let size = expect(ctl, "prepare or bye", d.between_points(), |m| match m {
+            Message::Prepare { index, size } => Some(Some((*index, *size))),
+            Message::Bye => Some(None),
+            _ => None,
+        })?;
+        let Some((index, size)) = size else {
+            return Ok(());
+        };
+        if !spec.sizes.contains(&size) {
+            return Err(refuse(
+                ctl,
+                Error::usage(format!("size {size} was not in the agreed sizes")),
+            ));
+        }
+        side.reset();
+        ctl.send(&Message::Ready { index })?;
+        let received = server_point(&mut side, &spec, size, index, clock, ctl)?;
+        ctl.send(&Message::Finished { index, received })?;
+    }
+}

@@ -1,0 +1,159 @@
+//! Everything that depends on which verb is measured, in one table: the work
+//! request it posts, the rights each side grants, whether it may be inlined,
+//! the label its completions carry, and what an atomic must return. The
+//! measured loops ask these functions and never match on the verb themselves,
+//! so a new verb is one entry here plus its command-line name.
+
+use crate::spec::{AtomicOp, EchoVerb, VerbKind};
+use crate::verbs::{Access, SendOp};
+
+/// Whether this side issues the verb (client) or answers/serves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// An arbitrary, recognisable immediate: receivers do not interpret it.
+const IMM: u32 = 0x5eed;
+
+/// The send-side operation `verb` posts at `remote_addr` (atomics: fetch-add
+/// 1, or compare-and-swap whose operands `atomic_operands` sets per WR).
+pub fn send_op(
+    verb: VerbKind,
+    op: Option<AtomicOp>,
+    imm: bool,
+    remote_addr: u64,
+    rkey: u32,
+) -> SendOp {
+    match (verb, op) {
+        (VerbKind::Read, _) => SendOp::Read { remote_addr, rkey },
+        (VerbKind::Atomic, Some(AtomicOp::Cas)) => SendOp::CompareSwap {
+            remote_addr,
+            rkey,
+            compare: 0,
+            swap: 0,
+        },
+        (VerbKind::Atomic, _) => SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add: 1,
+        },
+        (VerbKind::Send, _) if imm => SendOp::SendImm { imm: IMM },
+        (VerbKind::Send, _) => SendOp::Send,
+        (VerbKind::Write | VerbKind::Echo, _) if imm => SendOp::WriteImm {
+            remote_addr,
+            rkey,
+            imm: IMM,
+        },
+        (VerbKind::Write | VerbKind::Echo, _) => SendOp::Write { remote_addr, rkey },
+    }
+}
+
+/// The least a side must grant for `verb`: the client of a READ or atomic
+/// exposes nothing; a server never grants more than its test needs.
+pub fn access_for(verb: VerbKind, role: Role) -> Access {
+    let mut a = Access::LOCAL;
+    match (verb, role) {
+        (VerbKind::Write | VerbKind::Echo, _) => a.remote_write = true,
+        (VerbKind::Read, Role::Server) => a.remote_read = true,
+        (VerbKind::Atomic, Role::Server) => a.remote_atomic = true,
+        (VerbKind::Read | VerbKind::Atomic | VerbKind::Send, _) => {}
+    }
+    a
+}
+
+/// The verb's name in work-completion errors (as libibverbs calls the opcode).
+pub fn wc_label(verb: VerbKind, op: Option<AtomicOp>) -> &'static str {
+    match (verb, op) {
+        (VerbKind::Read, _) => "RDMA_READ",
+        (VerbKind::Atomic, Some(AtomicOp::Cas)) => "COMP_SWAP",
+        (VerbKind::Atomic, _) => "FETCH_ADD",
+        (VerbKind::Send, _) => "SEND",
+        (VerbKind::Write | VerbKind::Echo, _) => "RDMA_WRITE",
+    }
+}
+
+/// The label of an echo request's or response's completions.
+pub fn echo_wc_label(v: EchoVerb) -> &'static str {
+    match v {
+        EchoVerb::Write => "RDMA_WRITE",
+        EchoVerb::Send => "SEND",
+    }
+}
+
+/// Whether the verb carries a payload that can be inlined at all.
+pub fn can_inline(verb: VerbKind) -> bool {
+    match verb {
+        VerbKind::Read | VerbKind::Atomic => false,
+        VerbKind::Write | VerbKind::Send | VerbKind::Echo => true,
+    }
+}
+
+/// Whether a run must know the device's inline limit: it asked for inline,
+/// or it is ECHO, which inlines whatever fits (as HERD's clients do).
+pub fn needs_inline_limit(verb: VerbKind, inline: bool) -> bool {
+    inline || verb == VerbKind::Echo
+}
+
+/// Whether a side posts `size` bytes inline, given what its QP grants.
+pub fn posts_inline(verb: VerbKind, inline: bool, size: u32, qp_max_inline: u32) -> bool {
+    match verb {
+        VerbKind::Read | VerbKind::Atomic => false,
+        VerbKind::Echo => size <= qp_max_inline,
+        VerbKind::Write | VerbKind::Send => inline,
+    }
+}
+
+/// Inline room a QP must be created with for payloads up to `max_size`.
+pub fn inline_room(verb: VerbKind, inline: bool, max_size: u32, device_max_inline: u32) -> u32 {
+    match verb {
+        _ if inline => max_size,
+        VerbKind::Echo => max_size.min(device_max_inline),
+        _ => 0,
+    }
+}
+
+/// The compare and swap operands of the `k`-th CAS on one word that started
+/// at 0: each finds the previous one's value and moves it on by one, so the
+/// word really changes and a lost or repeated CAS shows.
+#[inline(always)]
+pub fn atomic_operands(k: u64) -> (u64, u64) {
+    (k, k + 1)
+}
+
+/// What the `k`-th atomic on a word reset to 0 must return: fetch-add 1
+/// returns the count so far, and CAS (k→k+1) returns the k it found.
+#[inline(always)]
+pub fn atomic_expected(k: u64) -> u64 {
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_is_minimal_per_verb_and_role() {
+        let read_client = access_for(VerbKind::Read, Role::Client);
+        assert!(!read_client.remote_read && !read_client.remote_write);
+        let read_server = access_for(VerbKind::Read, Role::Server);
+        assert!(read_server.remote_read && !read_server.remote_write && !read_server.remote_atomic);
+        let atomic_server = access_for(VerbKind::Atomic, Role::Server);
+        assert!(atomic_server.remote_atomic && !atomic_server.remote_write);
+        let send = access_for(VerbKind::Send, Role::Server);
+        assert_eq!(send, Access::LOCAL);
+    }
+
+    #[test]
+    fn only_payload_verbs_inline() {
+        assert!(!posts_inline(VerbKind::Read, true, 8, 512));
+        assert!(!posts_inline(VerbKind::Atomic, true, 8, 512));
+        assert!(posts_inline(VerbKind::Write, true, 64, 0));
+        assert!(posts_inline(VerbKind::Echo, false, 64, 64));
+        assert!(!posts_inline(VerbKind::Echo, false, 65, 64));
+        assert_eq!(inline_room(VerbKind::Echo, false, 4096, 512), 512);
+        assert_eq!(inline_room(VerbKind::Write, true, 256, 512), 256);
+        assert_eq!(inline_room(VerbKind::Write, false, 256, 512), 0);
+    }
+}

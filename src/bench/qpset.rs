@@ -1,0 +1,174 @@
+//! The one bundle of QPs every test builds: `count` QPs of one transport
+//! sharing a send CQ and a receive CQ, one registered buffer with a region of
+//! `region` bytes per QP, and (UD) an address handle per QP once connected.
+//! Latency uses it with one QP; throughput with one set per thread.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::verbs::{
+    Access, AddressHandle, CompletionQueue, Endpoint, Gid, MemoryRegion, PortConfig,
+    ProtectionDomain, QueuePair, Transport,
+};
+
+use super::port::Port;
+
+/// Room for the Global Route Header a UD receive carries before the payload.
+pub const GRH_BYTES: usize = 40;
+
+/// Bytes per message slot: payload plus the GRH a UD receive carries, cache-line rounded.
+pub fn slot_bytes(size: u32) -> usize {
+    (size as usize + GRH_BYTES).div_ceil(64) * 64
+}
+
+/// The largest CQ rxe (and most NICs) accept; deeper sets share it.
+const MAX_CQE: u32 = 32_767;
+
+/// What a set is made of.
+pub struct QpShape {
+    pub transport: Transport,
+    pub count: u32,
+    pub sq_depth: u32,
+    pub rq_depth: u32,
+    /// Inline room each QP is created with.
+    pub inline: u32,
+    /// Buffer bytes per QP.
+    pub region: usize,
+    pub access: Access,
+}
+
+pub struct QpSet {
+    pub qps: Vec<QueuePair>,
+    pub send_cq: Arc<CompletionQueue>,
+    pub recv_cq: Arc<CompletionQueue>,
+    pub mr: Arc<MemoryRegion>,
+    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region).
+    pub region: usize,
+    /// UD only: where QP i sends, once connected.
+    pub ahs: Vec<Option<Arc<AddressHandle>>>,
+    psns: Vec<u32>,
+    lid: u16,
+    gid: Gid,
+    config: PortConfig,
+    pd: Arc<ProtectionDomain>,
+}
+
+impl QpSet {
+    /// Creates the CQs, the buffer and the QPs (in INIT, granting `access`).
+    pub fn new(port: &Port, shape: &QpShape) -> Result<QpSet> {
+        let n = shape.count.max(1);
+        let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
+        let send_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.sq_depth))?;
+        let recv_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.rq_depth))?;
+        let mr = MemoryRegion::new(&port.pd, shape.region * n as usize, shape.access)?;
+        let mut qps = Vec::with_capacity(n as usize);
+        for _ in 0..shape.count {
+            let qp = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
+                .max_send_wr(shape.sq_depth)
+                .max_recv_wr(shape.rq_depth.max(1))
+                .max_inline(shape.inline)
+                .build()?;
+            qp.to_init(&port.config, shape.access)?;
+            qps.push(qp);
+        }
+        Ok(QpSet {
+            ahs: (0..shape.count).map(|_| None).collect(),
+            psns: random_psns(shape.count as usize),
+            qps,
+            send_cq,
+            recv_cq,
+            mr,
+            region: shape.region,
+            lid: port.lid,
+            gid: port.gid,
+            config: port.config,
+            pd: port.pd.clone(),
+        })
+    }
+
+    /// What the peer needs per QP: the QP, and its region as the RDMA target.
+    pub fn endpoints(&self) -> Vec<Endpoint> {
+        self.qps
+            .iter()
+            .enumerate()
+            .map(|(i, qp)| Endpoint {
+                addr: self.mr.addr() + self.offset(i) as u64,
+                rkey: self.mr.rkey(),
+                len: self.region as u64,
+                ..qp.endpoint(self.lid, self.gid, self.psns[i])
+            })
+            .collect()
+    }
+
+    /// Brings QP i to RTS towards `remotes[i]` (UD: makes an address handle to it).
+    pub fn connect(&mut self, remotes: &[Endpoint]) -> Result<()> {
+        if remotes.len() != self.qps.len() {
+            return Err(Error::Peer {
+                peer: "peer".into(),
+                what: format!(
+                    "sent {} endpoints for {} QPs",
+                    remotes.len(),
+                    self.qps.len()
+                ),
+            });
+        }
+        for (i, qp) in self.qps.iter().enumerate() {
+            qp.to_rts(&self.config, self.psns[i], &remotes[i])?;
+            if qp.transport() == Transport::Ud {
+                self.ahs[i] = Some(self.address(&remotes[i])?);
+            }
+        }
+        Ok(())
+    }
+
+    /// An address handle to any UD peer (the echo server's clients).
+    pub fn address(&self, remote: &Endpoint) -> Result<Arc<AddressHandle>> {
+        Ok(AddressHandle::new(&self.pd, &self.config, remote)?)
+    }
+
+    /// Where QP `q`'s region starts in the buffer.
+    pub fn offset(&self, q: usize) -> usize {
+        q * self.region
+    }
+}
+
+/// Fresh 24-bit starting PSNs, one per QP, so a stale packet from an earlier
+/// point (throughput rebuilds its QPs every point) cannot be mistaken for
+/// this one's.
+fn random_psns(n: usize) -> Vec<u32> {
+    use std::hash::{BuildHasher, Hasher};
+    let seed = std::collections::hash_map::RandomState::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let mut h = seed.build_hasher();
+            h.write_u128(now);
+            h.write_usize(i);
+            (h.finish() & 0x00ff_ffff) as u32
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psns_are_24_bit_and_differ() {
+        let p = random_psns(64);
+        assert!(p.iter().all(|&x| x <= 0x00ff_ffff));
+        let distinct: std::collections::HashSet<_> = p.iter().collect();
+        assert!(distinct.len() > 60, "{distinct:?}");
+    }
+
+    #[test]
+    fn slots_hold_payload_and_grh_in_whole_cache_lines() {
+        assert_eq!(slot_bytes(0), 64);
+        assert_eq!(slot_bytes(24), 64);
+        assert_eq!(slot_bytes(25), 128);
+        assert_eq!(slot_bytes(4096) % 64, 0);
+    }
+}

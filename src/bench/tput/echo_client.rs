@@ -1,0 +1,350 @@
+//! Echo clients: per thread, request QPs that keep `window` requests in
+//! flight each; a round trip completes when its response arrives (a WRITE
+//! response: the slot's last byte turns to the request's marker; a SEND
+//! response: a receive completion naming the slot).
+
+use std::sync::Barrier;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::report::DriverReport;
+use crate::spec::{EchoVerb, TputPoint, TputSpec};
+use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
+
+use super::super::latency::marker;
+use super::super::ops::echo_wc_label;
+use super::super::port::Port;
+use super::super::qpset::{slot_bytes, QpSet, QpShape};
+use super::super::wait::Patience;
+use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
+use super::echo_wire::{EchoImm, EchoLayout};
+use super::short;
+use super::threads::{run_threads, ThreadResult};
+use super::PointCtx;
+
+/// One echo client thread: request QPs, and (SEND responses to WRITE
+/// requests) one UD QP per request QP to receive responses on.
+pub struct EchoClientSet {
+    req: QpSet,
+    resp: Option<QpSet>,
+    layout: EchoLayout,
+    req_verb: EchoVerb,
+    resp_verb: EchoVerb,
+    size: u32,
+    inline: bool,
+    /// Built once connected: one request WR per (QP, slot), QP-major.
+    requests: Vec<SendList>,
+    /// SEND responses: the receives kept posted (on `resp`, or on `req` for
+    /// SEND/SEND), built once connected.
+    recvs: Option<RecvRing>,
+}
+
+impl EchoClientSet {
+    pub fn new(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
+        let layout = EchoLayout {
+            window: p.window as usize,
+            slot: slot_bytes(p.size),
+        };
+        let mut access = Access::LOCAL;
+        if spec.resp == EchoVerb::Write {
+            access.remote_write = true;
+        }
+        let inline = p.size <= port.max_inline(p.transport)?;
+        let send_send = spec.req == EchoVerb::Send && spec.resp == EchoVerb::Send;
+        let req = QpSet::new(
+            port,
+            &QpShape {
+                transport: p.transport,
+                count: p.qps,
+                sq_depth: p.sq_depth().max(p.window + 2 * p.signal_period),
+                rq_depth: if send_send {
+                    (p.window + RECV_BATCH) * 2
+                } else {
+                    1
+                },
+                inline: if inline { p.size } else { 0 },
+                region: layout.client_region(),
+                access,
+            },
+        )?;
+        let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
+            Some(QpSet::new(
+                port,
+                &QpShape {
+                    transport: Transport::Ud,
+                    count: p.qps,
+                    sq_depth: 1,
+                    rq_depth: (p.window + RECV_BATCH) * 2,
+                    inline: 0,
+                    region: layout.server_region(),
+                    access: Access::LOCAL,
+                },
+            )?)
+        } else {
+            None
+        };
+        Ok(EchoClientSet {
+            req,
+            resp,
+            layout,
+            req_verb: spec.req,
+            resp_verb: spec.resp,
+            size: p.size,
+            inline,
+            requests: Vec::new(),
+            recvs: None,
+        })
+    }
+
+    pub fn qp_count(&self) -> usize {
+        self.req.qps.len()
+    }
+
+    pub fn request_endpoints(&self) -> Vec<Endpoint> {
+        self.req.endpoints()
+    }
+
+    pub fn response_endpoints(&self) -> Vec<Endpoint> {
+        self.resp
+            .as_ref()
+            .map(|r| r.endpoints())
+            .unwrap_or_default()
+    }
+
+    /// `server` = the server's endpoints: one per client request QP (all
+    /// threads) for WRITE requests, then (SEND responses or requests) its
+    /// one UD QP. `first`: this thread's first QP in the client's numbering.
+    pub fn connect(&mut self, server: &[Endpoint], first: usize, total: usize) -> Result<()> {
+        let n = self.req.qps.len();
+        let (w, slot) = (self.layout.window, self.layout.slot);
+        let server_ud = match self.req_verb {
+            EchoVerb::Write => server.get(total).copied(),
+            EchoVerb::Send => server.first().copied(),
+        };
+        let need_ud = || server_ud.ok_or_else(|| short(server.len()));
+        // Where requests go: the server QP paired with each of ours, or its UD QP.
+        let targets: Vec<Endpoint> = match self.req_verb {
+            EchoVerb::Write => server
+                .get(first..first + n)
+                .ok_or_else(|| short(server.len()))?
+                .to_vec(),
+            EchoVerb::Send => vec![need_ud()?; n],
+        };
+        self.req.connect(&targets)?;
+        if let Some(resp) = &mut self.resp {
+            resp.connect(&vec![need_ud()?; n])?;
+        }
+        let mut requests = Vec::with_capacity(n * w);
+        for (q, target) in targets.iter().enumerate() {
+            for k in 0..w {
+                let op = match self.req_verb {
+                    EchoVerb::Write => SendOp::Write {
+                        remote_addr: target.addr + self.layout.request(k) as u64,
+                        rkey: target.rkey,
+                    },
+                    EchoVerb::Send => SendOp::SendImm {
+                        imm: EchoImm::pack(first + q, k),
+                    },
+                };
+                let mut l = SendList::new(1);
+                let local = self.req.offset(q) + self.layout.request(k);
+                l.set(0, op, &self.req.mr, local, self.size);
+                l.set_inline(0, self.inline);
+                if let Some(ah) = &self.req.ahs[q] {
+                    l.set_ud_dest(0, ah, target.qpn, UD_QKEY);
+                }
+                requests.push(l);
+            }
+        }
+        self.requests = requests;
+        if self.resp_verb == EchoVerb::Send {
+            // Responses land in the response QPs' regions, or (SEND/SEND)
+            // in the response half of the request QPs' regions.
+            let (rs, at) = match &mut self.resp {
+                Some(rs) => (rs, 0),
+                None => (&mut self.req, self.layout.response(0)),
+            };
+            let batch = w.min(RECV_BATCH as usize);
+            let lists = (0..n)
+                .map(|q| {
+                    let base = rs.offset(q) + at;
+                    RecvList::new(&rs.mr, base, slot as u32, batch, WrId::pack(q, 0))
+                })
+                .collect();
+            let mut ring = RecvRing::new(lists);
+            ring.fill(
+                &mut rs.qps,
+                (2 * (w + RECV_BATCH as usize)).div_ceil(batch) as u32,
+            )?;
+            self.recvs = Some(ring);
+        }
+        Ok(())
+    }
+}
+
+/// Runs the echo client threads; every completed round trip is one op.
+pub fn run_echo_client(sets: &mut [EchoClientSet], ctx: &PointCtx<'_>) -> Result<DriverReport> {
+    run_threads(sets, |t, set, barrier| {
+        echo_client_thread(t, set, ctx, barrier)
+    })
+}
+
+/// Which request slots are in flight, and round trips completed per QP.
+struct Flights {
+    window: usize,
+    busy: Vec<bool>,
+    /// Per slot: how many round trips it has completed (its next marker).
+    gen: Vec<u64>,
+    done: Vec<u64>,
+    in_flight: usize,
+}
+
+impl Flights {
+    fn new(qps: usize, window: usize) -> Self {
+        Flights {
+            window,
+            busy: vec![false; qps * window],
+            gen: vec![0; qps * window],
+            done: vec![0; qps],
+            in_flight: 0,
+        }
+    }
+
+    /// A response for slot `k` of QP `q` arrived; one for a slot not in
+    /// flight (a duplicate) is ignored.
+    #[inline(always)]
+    fn land(&mut self, q: usize, k: usize) -> bool {
+        let i = q * self.window + k;
+        if !self.busy[i] {
+            return false;
+        }
+        self.busy[i] = false;
+        self.gen[i] += 1;
+        self.done[q] += 1;
+        self.in_flight -= 1;
+        true
+    }
+}
+
+fn echo_client_thread(
+    thread: u32,
+    s: &mut EchoClientSet,
+    ctx: &PointCtx<'_>,
+    barrier: &Barrier,
+) -> Result<ThreadResult> {
+    let (spec, p, clock, window) = (ctx.spec, ctx.point, ctx.clock, ctx.window);
+    let n = s.req.qps.len();
+    let layout = s.layout;
+    let w = layout.window;
+    let last = s.size as usize - 1;
+    let sp = p.signal_period as u64;
+    let mut fl = Flights::new(n, w);
+    let mut tx = SendTracker::new(n);
+    let mut arrivals = ArrivalBuf::new();
+    let mut sent = 0u64;
+    let mut base = vec![0u64; n];
+    let mut at_end = vec![0u64; n];
+    let patience = Patience::new(*clock, spec.timeout_s);
+    let sq_room = s.req.qps[0].max_send_wr() as u64 - 1;
+    let qpn = s.req.qps[0].qpn();
+    let req_label = echo_wc_label(s.req_verb);
+    let drain_limit = clock.ticks(Duration::from_secs_f64(spec.timeout_s.min(2.0)));
+
+    barrier.wait();
+    let t0 = clock.now();
+    let warm_end = t0 + window.warmup;
+    let end = warm_end + window.duration;
+    let mut measuring = window.warmup == 0;
+    let mut t_measure = t0;
+    let mut last_progress = t0;
+    let mut stopping = false;
+    let mut stopped_at = t0;
+    loop {
+        let now = clock.now();
+        // As for issuers: the window ends no earlier than one loop after it began.
+        if !stopping && measuring && now >= end && now > t_measure {
+            // Stop issuing; round trips still in flight are drained, not counted.
+            stopping = true;
+            at_end.copy_from_slice(&fl.done);
+            stopped_at = now;
+        }
+        if !measuring && now >= warm_end {
+            base.copy_from_slice(&fl.done);
+            t_measure = now;
+            measuring = true;
+        }
+        // Drain what is in flight, but not forever: over UD a lost request
+        // or response never comes back; it is counted (sent - responses), not waited for.
+        if stopping && (fl.in_flight == 0 || now.wrapping_sub(stopped_at) > drain_limit) {
+            break;
+        }
+        let mut progress = false;
+        if !stopping {
+            for q in 0..n {
+                for k in 0..w {
+                    let i = q * w + k;
+                    if fl.busy[i] || tx.outstanding(q) >= sq_room {
+                        continue;
+                    }
+                    let at = s.req.offset(q) + layout.request(k) + last;
+                    s.req.mr.write_u8(at, marker(fl.gen[i]));
+                    let seq = tx.posted[q] + 1;
+                    let l = &mut s.requests[i];
+                    l.set_signaled(0, seq % sp == 0);
+                    l.set_wr_id(0, WrId::pack(q, seq));
+                    s.req.qps[q].post_send(l)?;
+                    tx.posted[q] = seq;
+                    fl.busy[i] = true;
+                    fl.in_flight += 1;
+                    sent += 1;
+                    progress = true;
+                }
+            }
+        }
+        // Responses.
+        match (&mut s.recvs, s.resp_verb) {
+            (Some(ring), EchoVerb::Send) => {
+                let rs = s.resp.as_mut().unwrap_or(&mut s.req);
+                let k = arrivals.poll(&rs.recv_cq)?;
+                for a in &arrivals.got[..k] {
+                    let (_, slot) = EchoImm::unpack(a.imm.unwrap_or(0));
+                    fl.land(a.qp, slot.min(w - 1));
+                    ring.consumed(a.qp, &mut rs.qps[a.qp])?;
+                    progress = true;
+                }
+            }
+            _ => {
+                for q in 0..n {
+                    let responses = s.req.offset(q) + last;
+                    for k in 0..w {
+                        let i = q * w + k;
+                        if fl.busy[i]
+                            && s.req.mr.read_u8(responses + layout.response(k)) == marker(fl.gen[i])
+                        {
+                            progress |= fl.land(q, k);
+                        }
+                    }
+                }
+            }
+        }
+        let k = tx.reap(&s.req.send_cq, req_label)?;
+        if progress || k > 0 {
+            last_progress = now;
+        } else {
+            patience.check_stall(last_progress, now, || {
+                format!("echo responses on thread {thread}'s QPs (QP {qpn}…): the server stopped answering")
+            })?;
+        }
+    }
+    // Round trips completed by the end of the window; the drain after it is not counted.
+    let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
+    let elapsed_s = clock.to_ns(stopped_at.saturating_sub(t_measure)) as f64 / 1e9;
+    Ok(ThreadResult::new(
+        thread,
+        per_qp,
+        elapsed_s,
+        sent,
+        fl.done.iter().sum(),
+        tx.completions,
+    ))
+}

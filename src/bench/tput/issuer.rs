@@ -1,0 +1,193 @@
+//! The issuing side of inbound and outbound points: per thread, a set of QPs
+//! each kept `window` WRs deep, `postlist` WRs per doorbell, one in
+//! `signal_period` signaled.
+
+use std::sync::Barrier;
+
+use crate::error::Result;
+use crate::report::DriverReport;
+use crate::verbs::{Endpoint, SendList, UD_QKEY};
+
+use super::super::ops::{send_op, wc_label};
+use super::super::port::Port;
+use super::super::qpset::{QpSet, QpShape};
+use super::super::wait::Patience;
+use super::completions::{SendTracker, WrId};
+use super::threads::{run_threads, ThreadResult};
+use super::PointCtx;
+
+/// One issuing thread's QPs and the postlist each posts.
+pub struct IssuerSet {
+    pub set: QpSet,
+    /// Per QP: its prebuilt postlist (built once connected).
+    lists: Vec<SendList>,
+}
+
+impl IssuerSet {
+    pub fn new(port: &Port, shape: &QpShape) -> Result<Self> {
+        Ok(IssuerSet {
+            set: QpSet::new(port, shape)?,
+            lists: Vec::new(),
+        })
+    }
+
+    /// Connects QP i to `remotes[i]` and builds its postlist.
+    pub fn connect(&mut self, remotes: &[Endpoint], ctx: &PointCtx<'_>) -> Result<()> {
+        self.set.connect(remotes)?;
+        let (spec, p) = (ctx.spec, ctx.point);
+        let pl = p.postlist as usize;
+        self.lists = remotes
+            .iter()
+            .enumerate()
+            .map(|(q, remote)| {
+                let mut list = SendList::new(pl);
+                for j in 0..pl {
+                    let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
+                    list.set(j, op, &self.set.mr, self.set.offset(q), p.size);
+                    list.set_inline(j, spec.inline);
+                    if let Some(ah) = &self.set.ahs[q] {
+                        list.set_ud_dest(j, ah, remote.qpn, UD_QKEY);
+                    }
+                }
+                list
+            })
+            .collect();
+        Ok(())
+    }
+}
+
+/// Runs the issuing threads of a point; returns what they measured.
+pub fn run_issuer(sets: &mut [IssuerSet], ctx: &PointCtx<'_>) -> Result<DriverReport> {
+    run_threads(sets, |t, set, barrier| issue_thread(t, set, ctx, barrier))
+}
+
+fn issue_thread(
+    thread: u32,
+    s: &mut IssuerSet,
+    ctx: &PointCtx<'_>,
+    barrier: &Barrier,
+) -> Result<ThreadResult> {
+    let (spec, p, clock, window) = (ctx.spec, ctx.point, ctx.clock, ctx.window);
+    let IssuerSet { set, lists } = s;
+    let n = set.qps.len();
+    let pl = p.postlist as u64;
+    let (sp, w) = (p.signal_period as u64, p.window as u64);
+    let mut tx = SendTracker::new(n);
+    let mut last_signaled = vec![0u64; n];
+    let mut base = vec![0u64; n];
+    let verb = wc_label(spec.verb, spec.op);
+    let patience = Patience::new(*clock, spec.timeout_s);
+    let qpn = set.qps[0].qpn();
+    // An --iters run posts whole postlists: round the count up to one.
+    let limit = window
+        .iters
+        .map(|n| n.div_ceil(pl) * pl)
+        .unwrap_or(u64::MAX);
+
+    barrier.wait();
+    let t0 = clock.now();
+    let warm_end = t0
+        + if window.iters.is_some() {
+            0
+        } else {
+            window.warmup
+        };
+    let end = warm_end + window.duration;
+    let mut measuring = window.warmup == 0 || window.iters.is_some();
+    let mut t_measure = t0;
+    let mut last_progress = t0;
+    loop {
+        let now = clock.now();
+        // The window ends no earlier than one full loop after it began, so a
+        // slow loop (many QPs on a slow machine) still measures something.
+        if window.iters.is_none() && measuring && now >= end && now > t_measure {
+            break;
+        }
+        if !measuring && now >= warm_end {
+            base.copy_from_slice(&tx.posted);
+            t_measure = now;
+            measuring = true;
+        }
+        if window.iters.is_some() && tx.completed.iter().all(|&c| c >= limit) {
+            break;
+        }
+        let mut progress = false;
+        for q in 0..n {
+            // Fill this QP's window (as perftest does), then poll once.
+            loop {
+                let out = tx.outstanding(q);
+                if out + pl > w || tx.posted[q] >= limit {
+                    break;
+                }
+                let list = &mut lists[q];
+                for j in 0..pl {
+                    let seq = tx.posted[q] + j + 1;
+                    // Signal every S-th WR, the last WR of an --iters run, and the
+                    // WR after which the window would be full -- but only if the
+                    // newest signaled WR, once complete, would not free room for
+                    // another postlist (else the window could stall).
+                    let last_of_batch = j + 1 == pl;
+                    let after = tx.posted[q] + pl;
+                    let signaled = seq % sp == 0
+                        || seq == limit
+                        || (last_of_batch && out + 2 * pl > w && after - last_signaled[q] > w - pl);
+                    if signaled {
+                        last_signaled[q] = seq;
+                    }
+                    list.set_signaled(j as usize, signaled);
+                    list.set_wr_id(j as usize, WrId::pack(q, seq));
+                }
+                set.qps[q].post_send(list)?;
+                tx.posted[q] += pl;
+                progress = true;
+            }
+        }
+        let k = tx.reap(&set.send_cq, verb)?;
+        if k > 0 || progress {
+            last_progress = now;
+        } else {
+            patience.check_stall(last_progress, now, || {
+                format!("any completion on thread {thread}'s QPs (QP {qpn}…): the peer stopped answering")
+            })?;
+        }
+    }
+    // Ops are the WRs posted in the window; the window closes when the last
+    // of them has completed (so no count waits on a signaling period).
+    let per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
+    let in_window = tx.posted.clone();
+    // Make the last WR of every QP signaled, so everything posted retires.
+    for (q, list) in lists.iter_mut().enumerate() {
+        if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
+            for j in 0..pl {
+                let seq = tx.posted[q] + j + 1;
+                list.set_signaled(j as usize, j + 1 == pl);
+                list.set_wr_id(j as usize, WrId::pack(q, seq));
+            }
+            set.qps[q].post_send(list)?;
+            tx.posted[q] += pl;
+        }
+    }
+    let retire = |tx: &mut SendTracker, target: &[u64]| {
+        patience.wait(
+            || format!("the last completions of thread {thread} (QP {qpn}…)"),
+            || {
+                tx.reap(&set.send_cq, verb)?;
+                Ok(tx.reached(target).then_some(()))
+            },
+        )
+    };
+    retire(&mut tx, &in_window)?;
+    let t_end = clock.now();
+    // The drain batch too, so the target has seen everything before counts are compared.
+    let all = tx.posted.clone();
+    retire(&mut tx, &all)?;
+    let elapsed_s = clock.to_ns(t_end.wrapping_sub(t_measure)) as f64 / 1e9;
+    Ok(ThreadResult::new(
+        thread,
+        per_qp,
+        elapsed_s,
+        tx.posted.iter().sum(),
+        0,
+        tx.completions,
+    ))
+}

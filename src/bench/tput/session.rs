@@ -1,0 +1,255 @@
+//! A throughput run over one control connection: the handshake, then for each
+//! point both sides build their QPs, exchange endpoints, start together, and
+//! the driving side reports what it measured while the other reports what it
+//! received.
+
+use crate::clock::Clock;
+use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
+use crate::error::{Error, Result};
+use crate::report::{ClientFigure, DriverReport};
+use crate::spec::{DeviceLimits, TestSpec, TputPoint, TputSpec};
+use crate::verbs::Transport;
+
+use super::super::group::Rendezvous;
+use super::super::ops::{needs_inline_limit, Role};
+use super::super::port::Port;
+use super::echo_client::run_echo_client;
+use super::echo_server::run_echo_server;
+use super::issuer::run_issuer;
+use super::target::run_target;
+use super::{PointCtx, PointSide};
+
+/// One measured throughput point, as the client hands it to the caller.
+pub struct TputOutcome {
+    pub index: u32,
+    pub point: TputPoint,
+    pub report: DriverReport,
+    /// Per-QP counts of the receiving side (SEND targets, echo server); empty otherwise.
+    pub received: Vec<u64>,
+    /// Every client's figure when several ran together (`--group`).
+    pub group: Vec<ClientFigure>,
+}
+
+/// The device limits `spec` is checked against: inline limits are probed
+/// for every transport the sweep uses (they may differ), and only when it
+/// inlines.
+fn device_limits(spec: &TputSpec, port: &Port) -> Result<DeviceLimits> {
+    let mut transports: Vec<Transport> = Vec::new();
+    if needs_inline_limit(spec.verb, spec.inline) {
+        for p in &spec.points {
+            if !transports.contains(&p.transport) {
+                transports.push(p.transport);
+            }
+        }
+    }
+    port.limits(&transports)
+}
+
+fn deadlines(spec: &TputSpec) -> Deadlines {
+    Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s)
+}
+
+fn expect_go(ctl: &mut dyn Control, index: u32, d: &Deadlines) -> Result<()> {
+    expect(ctl, "go", d.point(), |m| match m {
+        Message::Go { index: i } if *i == index => Some(()),
+        _ => None,
+    })
+}
+
+/// Tells the other side the driver is done and what it measured; waits for
+/// what that side counted.
+fn finish_as_driver(
+    ctl: &mut dyn Control,
+    index: u32,
+    report: DriverReport,
+    d: &Deadlines,
+) -> Result<(DriverReport, Vec<u64>, Vec<ClientFigure>)> {
+    ctl.send(&Message::Stop {
+        index,
+        report: report.clone(),
+    })?;
+    let (received, group) = expect(ctl, "stopped", d.point(), |m| match m {
+        Message::Stopped {
+            index: r,
+            received,
+            group,
+        } if *r == index => Some((std::mem::take(received), std::mem::take(group))),
+        _ => None,
+    })?;
+    Ok((report, received, group))
+}
+
+/// Runs every point of `spec` as the client.
+pub fn run_tput_client(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    mut on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    spec.validate_device(&device_limits(spec, port)?)?;
+    let d = deadlines(spec);
+    hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?;
+    for (i, p) in spec.points.iter().enumerate() {
+        let index = i as u32;
+        let ctx = PointCtx::new(spec, p, clock);
+        let mut side = PointSide::build(port, spec, p, Role::Client)?;
+        ctl.send(&Message::TputPrepare {
+            index,
+            point: *p,
+            endpoints: side.endpoints(),
+        })?;
+        let remotes = expect(ctl, "tput_ready", d.setup(), |m| match m {
+            Message::TputReady {
+                index: r,
+                endpoints,
+            } if *r == index => Some(std::mem::take(endpoints)),
+            _ => None,
+        })?;
+        side.connect(&remotes, &ctx)?;
+        let (report, received, group) = match &mut side {
+            PointSide::Issuer(sets) => {
+                expect_go(ctl, index, &d)?;
+                let report = run_issuer(sets, &ctx)?;
+                finish_as_driver(ctl, index, report, &d)?
+            }
+            PointSide::EchoClient(sets) => {
+                expect_go(ctl, index, &d)?;
+                let report = run_echo_client(sets, &ctx)?;
+                finish_as_driver(ctl, index, report, &d)?
+            }
+            PointSide::Target(set) => {
+                let mut go = |c: &mut dyn Control| c.send(&Message::Go { index });
+                let (received, report) = run_target(set, spec, index, ctl, &mut go)?;
+                ctl.send(&Message::Stopped {
+                    index,
+                    received: received.clone(),
+                    group: Vec::new(),
+                })?;
+                (report, received, Vec::new())
+            }
+            PointSide::EchoServer(_) => {
+                return Err(Error::usage("a client never answers echo requests"))
+            }
+        };
+        drop(side);
+        on_point(TputOutcome {
+            index,
+            point: *p,
+            report,
+            received,
+            group,
+        })?;
+    }
+    ctl.send(&Message::Bye)?;
+    Ok(())
+}
+
+/// Serves a throughput client until `Bye`.
+pub fn serve_tput(
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    spec: TputSpec,
+    groups: &Rendezvous,
+) -> Result<()> {
+    if let Err(e) = spec
+        .validate()
+        .and_then(|_| device_limits(&spec, port))
+        .and_then(|l| spec.validate_device(&l))
+    {
+        return Err(refuse(ctl, e));
+    }
+    accept(ctl, None, port.ctx.name())?;
+    let d = deadlines(&spec);
+    // Clients of one group run the same spec: its text names their meeting rooms.
+    let spec_key = serde_json::to_string(&spec).expect("specs serialise");
+    let me = ctl.peer();
+    let expected = spec.group as usize;
+    loop {
+        let next = expect(
+            ctl,
+            "tput_prepare or bye",
+            d.between_points(),
+            |m| match m {
+                Message::TputPrepare {
+                    index,
+                    point,
+                    endpoints,
+                } => Some(Some((*index, *point, std::mem::take(endpoints)))),
+                Message::Bye => Some(None),
+                _ => None,
+            },
+        )?;
+        let Some((index, p, client_eps)) = next else {
+            return Ok(());
+        };
+        if !spec.points.contains(&p) {
+            return Err(refuse(
+                ctl,
+                Error::usage(format!("point {index} was not in the agreed test")),
+            ));
+        }
+        let ctx = PointCtx::new(&spec, &p, clock);
+        let mut side = PointSide::build(port, &spec, &p, Role::Server)?;
+        side.connect(&client_eps, &ctx)?;
+        ctl.send(&Message::TputReady {
+            index,
+            endpoints: side.endpoints(),
+        })?;
+        let start_key = format!("{spec_key}#{index}#start");
+        let stop_key = format!("{spec_key}#{index}#stop");
+        let wait = d.point();
+        let mut go = |c: &mut dyn Control| -> Result<()> {
+            groups.meet(&start_key, expected, me.clone(), wait)?;
+            c.send(&Message::Go { index })
+        };
+        let (received, report) = match &mut side {
+            PointSide::Target(set) => run_target(set, &spec, index, ctl, &mut go)?,
+            PointSide::EchoServer(s) => run_echo_server(s, index, ctl, &mut go)?,
+            PointSide::Issuer(sets) => {
+                // Outbound: the client's target posts its receives, then says go.
+                expect_go(ctl, index, &d)?;
+                let report = run_issuer(sets, &ctx)?;
+                ctl.send(&Message::Stop { index, report })?;
+                expect(ctl, "stopped", wait, |m| match m {
+                    Message::Stopped { index: r, .. } if *r == index => Some(()),
+                    _ => None,
+                })?;
+                continue;
+            }
+            PointSide::EchoClient(_) => {
+                return Err(Error::usage("the server never drives echo requests"))
+            }
+        };
+        let group = stop_together(groups, &stop_key, expected, &me, &report, wait)?;
+        ctl.send(&Message::Stopped {
+            index,
+            received,
+            group,
+        })?;
+    }
+}
+
+/// Meets the other clients of the group after a point; returns every figure.
+fn stop_together(
+    groups: &Rendezvous,
+    key: &str,
+    expected: usize,
+    me: &str,
+    report: &DriverReport,
+    wait: std::time::Duration,
+) -> Result<Vec<ClientFigure>> {
+    let mine = report.figure(me);
+    if expected <= 1 {
+        return Ok(vec![mine]);
+    }
+    let item = serde_json::to_string(&mine).expect("figures serialise");
+    let all = groups.meet(key, expected, item, wait)?;
+    let mut figs: Vec<ClientFigure> = all
+        .iter()
+        .filter_map(|s| serde_json::from_str(s).ok())
+        .collect();
+    figs.sort_by(|a, b| a.client.cmp(&b.client));
+    Ok(figs)
+}

@@ -1,0 +1,82 @@
+//! The thread harness of a throughput point: one scoped thread per QP set,
+//! started together at a barrier, their figures summed into one report.
+
+use std::sync::Barrier;
+
+use crate::error::{Error, Result};
+use crate::report::{DriverReport, ThreadFigure};
+
+/// What one driving thread hands back.
+pub struct ThreadResult {
+    figure: ThreadFigure,
+    per_qp: Vec<u64>,
+    sent: u64,
+    responses: u64,
+    completions: u64,
+}
+
+impl ThreadResult {
+    /// `per_qp`: ops of each QP in the window; `elapsed_s`: the window.
+    pub fn new(
+        thread: u32,
+        per_qp: Vec<u64>,
+        elapsed_s: f64,
+        sent: u64,
+        responses: u64,
+        completions: u64,
+    ) -> Self {
+        let ops: u64 = per_qp.iter().sum();
+        let mops = if elapsed_s > 0.0 {
+            ops as f64 / elapsed_s / 1e6
+        } else {
+            0.0
+        };
+        ThreadResult {
+            figure: ThreadFigure {
+                thread,
+                ops,
+                elapsed_s,
+                mops,
+            },
+            per_qp,
+            sent,
+            responses,
+            completions,
+        }
+    }
+}
+
+/// Runs `work` on one scoped thread per set, started together; sums what they measured.
+pub fn run_threads<S: Send>(
+    sets: &mut [S],
+    work: impl Fn(u32, &mut S, &Barrier) -> Result<ThreadResult> + Sync,
+) -> Result<DriverReport> {
+    let barrier = Barrier::new(sets.len());
+    let results: Vec<Result<ThreadResult>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sets
+            .iter_mut()
+            .enumerate()
+            .map(|(t, set)| {
+                let (barrier, work) = (&barrier, &work);
+                scope.spawn(move || work(t as u32, set, barrier))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Err(Error::Interrupted)))
+            .collect()
+    });
+    let mut report = DriverReport::default();
+    for r in results {
+        let r = r?;
+        report.ops += r.figure.ops;
+        report.mops += r.figure.mops;
+        report.elapsed_s = report.elapsed_s.max(r.figure.elapsed_s);
+        report.per_thread.push(r.figure);
+        report.per_qp_ops.extend(r.per_qp);
+        report.sent += r.sent;
+        report.responses += r.responses;
+        report.completions += r.completions;
+    }
+    Ok(report)
+}
