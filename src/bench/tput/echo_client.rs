@@ -20,7 +20,7 @@ use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::short;
 use super::threads::{run_threads, ThreadResult};
-use super::PointCtx;
+use super::{PointCtx, Window, WindowTimer};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.
@@ -252,26 +252,27 @@ fn echo_client_thread(
 
     barrier.wait();
     let t0 = clock.now();
-    let warm_end = t0 + window.warmup;
-    let end = warm_end + window.duration;
-    let mut measuring = window.warmup == 0;
-    let mut t_measure = t0;
+    // Echo runs by time only.
+    let mut timer = WindowTimer::start(
+        t0,
+        &Window {
+            iters: None,
+            ..window
+        },
+    );
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
     loop {
         let now = clock.now();
-        // As for issuers: the window ends no earlier than one loop after it began.
-        if !stopping && measuring && now >= end && now > t_measure {
+        if !stopping && timer.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;
             at_end.copy_from_slice(&fl.done);
             stopped_at = now;
         }
-        if !measuring && now >= warm_end {
+        if timer.opens(now) {
             base.copy_from_slice(&fl.done);
-            t_measure = now;
-            measuring = true;
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -338,7 +339,7 @@ fn echo_client_thread(
     }
     // Round trips completed by the end of the window; the drain after it is not counted.
     let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
-    let elapsed_s = clock.to_ns(stopped_at.saturating_sub(t_measure)) as f64 / 1e9;
+    let elapsed_s = clock.to_ns(stopped_at.saturating_sub(timer.opened)) as f64 / 1e9;
     Ok(ThreadResult::new(
         thread,
         per_qp,

@@ -14,7 +14,7 @@ use super::super::qpset::{QpSet, QpShape};
 use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
 use super::threads::{run_threads, ThreadResult};
-use super::PointCtx;
+use super::{PointCtx, WindowTimer};
 
 /// One issuing thread's QPs and the postlist each posts.
 pub struct IssuerSet {
@@ -86,27 +86,15 @@ fn issue_thread(
 
     barrier.wait();
     let t0 = clock.now();
-    let warm_end = t0
-        + if window.iters.is_some() {
-            0
-        } else {
-            window.warmup
-        };
-    let end = warm_end + window.duration;
-    let mut measuring = window.warmup == 0 || window.iters.is_some();
-    let mut t_measure = t0;
+    let mut timer = WindowTimer::start(t0, &window);
     let mut last_progress = t0;
     loop {
         let now = clock.now();
-        // The window ends no earlier than one full loop after it began, so a
-        // slow loop (many QPs on a slow machine) still measures something.
-        if window.iters.is_none() && measuring && now >= end && now > t_measure {
+        if timer.over(now) {
             break;
         }
-        if !measuring && now >= warm_end {
+        if timer.opens(now) {
             base.copy_from_slice(&tx.posted);
-            t_measure = now;
-            measuring = true;
         }
         if window.iters.is_some() && tx.completed.iter().all(|&c| c >= limit) {
             break;
@@ -181,7 +169,7 @@ fn issue_thread(
     // The drain batch too, so the target has seen everything before counts are compared.
     let all = tx.posted.clone();
     retire(&mut tx, &all)?;
-    let elapsed_s = clock.to_ns(t_end.wrapping_sub(t_measure)) as f64 / 1e9;
+    let elapsed_s = clock.to_ns(t_end.wrapping_sub(timer.opened)) as f64 / 1e9;
     Ok(ThreadResult::new(
         thread,
         per_qp,
