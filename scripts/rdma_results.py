@@ -57,31 +57,6 @@ def run_main(main):
 # --------------------------------------------------------------------------
 # Devices
 
-MELLANOX_PARTS = {
-    4099: "ConnectX-3",
-    4103: "ConnectX-3 Pro",
-    4113: "Connect-IB",
-    4115: "ConnectX-4",
-    4117: "ConnectX-4 Lx",
-    4119: "ConnectX-5",
-    4121: "ConnectX-5 Ex",
-    4123: "ConnectX-6",
-    4125: "ConnectX-6 Dx",
-    4127: "ConnectX-6 Lx",
-    4129: "ConnectX-7",
-    4131: "ConnectX-8",
-    41682: "BlueField",
-    41686: "BlueField-2",
-    41692: "BlueField-3",
-}
-INTEL_E810_PARTS = {0x1591, 0x1592, 0x1593, 0x159B}
-EFA_PARTS = {0xEFA0: "AWS EFA (gen 1)", 0xEFA1: "AWS EFA (gen 2)", 0xEFA2: "AWS EFA (gen 3)"}
-# Vendor ids the kernel's software providers report (rdma_rxe: RXE_VENDOR_ID,
-# siw: SIW_VENDOR_ID, ASCII "bmt"), used when the device was given a custom name.
-RXE_VENDOR_ID = 0xFFFFFF
-SIW_VENDOR_ID = 0x626D74
-
-
 def _int(value):
     try:
         return int(value)
@@ -89,34 +64,21 @@ def _int(value):
         return None
 
 
-def device_model(name, vendor, part):
-    """The model name, or None when the ids are not known."""
-    if name.startswith("rxe") or vendor == RXE_VENDOR_ID:
-        return "soft-RoCE (rxe)"
-    if name.startswith("siw") or vendor == SIW_VENDOR_ID:
-        return "Soft-iWARP (siw)"
-    if vendor == 0x02C9:
-        return MELLANOX_PARTS.get(part, "Mellanox/NVIDIA NIC")
-    if vendor == 0x8086:
-        return "Intel E810" if part in INTEL_E810_PARTS else "Intel NIC"
-    if vendor == 0x14E4:
-        return "Broadcom NetXtreme-E"
-    if vendor == 0x1D0F:
-        return EFA_PARTS.get(part, "AWS EFA")
-    return None
-
-
 def device_human_name(device):
     """A readable device name that keeps the raw ids, e.g.
     "ConnectX-6 (0x2c9:4123)" (vendor id in hex, part id in decimal, as
-    ibv_devinfo prints them); the same names as rdma-bench's own tables
-    (src/device_name.rs)."""
+    ibv_devinfo prints them). The model is the one rdma-bench recorded in the
+    file (`device.model`, from src/device_name.rs, the only NIC table); files
+    written before it was recorded, or of unknown NICs, show the raw device
+    name instead, e.g. "mlx5_0 (0x2c9:4123)"."""
     device = device or {}
     name = str(device.get("name") or "?")
+    model = device.get("model")
+    shown = model.strip() if isinstance(model, str) and model.strip() else name
     vendor = _int(device.get("vendor_id"))
     part = _int(device.get("vendor_part_id"))
     ids = f"{vendor:#x}:{part}" if vendor is not None and part is not None else "ids unknown"
-    return f"{device_model(name, vendor, part) or name} ({ids})"
+    return f"{shown} ({ids})"
 
 
 # --------------------------------------------------------------------------

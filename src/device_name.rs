@@ -1,5 +1,13 @@
 //! Human names for NICs, from the vendor and part ids the verbs report, so a
 //! comparison reads "ConnectX-6 vs ConnectX-7" rather than "4123 vs 4129".
+//!
+//! The only copy of the table: results files record `model` from here, and
+//! the plotting scripts read it from the file.
+
+/// Vendor ids the kernel's software providers report (rdma_rxe: RXE_VENDOR_ID,
+/// siw: SIW_VENDOR_ID, ASCII "bmt"), for devices given a custom name.
+const RXE_VENDOR_ID: u32 = 0xffffff;
+const SIW_VENDOR_ID: u32 = 0x626d74;
 
 /// "ConnectX-6 (0x2c9:4123)" and the like; soft devices by their driver name.
 pub fn human_name(device: &str, vendor_id: u32, part_id: u32) -> String {
@@ -10,11 +18,12 @@ pub fn human_name(device: &str, vendor_id: u32, part_id: u32) -> String {
     }
 }
 
-fn model(device: &str, vendor: u32, part: u32) -> Option<&'static str> {
-    if device.starts_with("rxe") {
+/// The model name ("ConnectX-6"), or None when the ids are not known.
+pub fn model(device: &str, vendor: u32, part: u32) -> Option<&'static str> {
+    if device.starts_with("rxe") || vendor == RXE_VENDOR_ID {
         return Some("soft-RoCE (rxe)");
     }
-    if device.starts_with("siw") {
+    if device.starts_with("siw") || vendor == SIW_VENDOR_ID {
         return Some("Soft-iWARP (siw)");
     }
     match vendor {
@@ -54,7 +63,7 @@ fn model(device: &str, vendor: u32, part: u32) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::human_name;
+    use super::{human_name, model};
 
     #[test]
     fn known_parts_get_names_and_keep_raw_ids() {
@@ -87,5 +96,12 @@ mod tests {
             "Soft-iWARP (siw) (0x626d74:0)"
         );
         assert_eq!(human_name("foo0", 0x1234, 7), "foo0 (0x1234:7)");
+    }
+
+    #[test]
+    fn soft_devices_with_custom_names_are_known_by_vendor_id() {
+        assert_eq!(model("roce_a", 0xffffff, 0), Some("soft-RoCE (rxe)"));
+        assert_eq!(model("iw_b", 0x626d74, 0), Some("Soft-iWARP (siw)"));
+        assert_eq!(model("foo0", 0x1234, 7), None);
     }
 }

@@ -132,6 +132,10 @@ pub struct DeviceInfo {
     pub name: String,
     pub vendor_id: u32,
     pub vendor_part_id: u32,
+    /// Model name from `device_name::model` ("ConnectX-6"); None when the ids
+    /// are not known, and in files written before it was recorded.
+    #[serde(default)]
+    pub model: Option<String>,
     pub fw_ver: String,
     pub hw_ver: u32,
     pub port: u8,

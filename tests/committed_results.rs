@@ -142,3 +142,56 @@ fn compare_matches_two_runs_and_lists_one_sided_points() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad).1.contains("Cargo.toml"));
 }
+
+/// The plots name a device by the `model` rdma-bench recorded in the file;
+/// a file without one (older files, unknown NICs) shows the raw device name,
+/// because the scripts keep no NIC table of their own.
+#[test]
+fn plot_labels_use_the_recorded_model_else_the_raw_name() {
+    python_has_matplotlib();
+    let dir = scratch("model-labels");
+    let doc = |host: &str, model: Option<&str>| {
+        let mut device = serde_json::json!({
+            "name": "mlx5_0",
+            "vendor_id": 0x02c9,
+            "vendor_part_id": 4123,
+        });
+        if let Some(m) = model {
+            device["model"] = serde_json::json!(m);
+        }
+        serde_json::json!({
+            "schema_version": 1,
+            "started_utc": "2026-11-29T00:00:00Z",
+            "host": {"hostname": host},
+            "device": device,
+            "results": [],
+        })
+    };
+    let files = [
+        ("with.json", doc("a", Some("ConnectX-6"))),
+        ("without.json", doc("b", None)),
+    ];
+    let mut cmd = Command::new("python3");
+    cmd.args([
+        "-c",
+        "import sys; sys.path.insert(0, sys.argv[1]); import rdma_results as rr\n\
+         for run in rr.load_runs(sys.argv[2:]): print(run.label)",
+    ])
+    .arg(repo().join("scripts"));
+    for (name, value) in &files {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_vec(value).unwrap()).unwrap();
+        cmd.arg(path);
+    }
+    let o = cmd.output().unwrap();
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    let labels: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        labels,
+        [
+            "ConnectX-6 (0x2c9:4123) @ a, 2026-11-29",
+            "mlx5_0 (0x2c9:4123) @ b, 2026-11-29",
+        ]
+    );
+}

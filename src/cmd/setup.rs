@@ -8,6 +8,7 @@ use crate::bench::Port;
 use crate::cli::DEFAULT_PORT;
 use crate::clock::Clock;
 use crate::connect::TcpChannel;
+use crate::device_name;
 use crate::error::{Error, Result};
 use crate::results::{now_utc, DeviceInfo, HostInfo, ResultsDoc, SCHEMA_VERSION};
 use crate::verbs::Transport;
@@ -35,10 +36,12 @@ pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
 
 pub fn device_info(port: &Port) -> Result<DeviceInfo> {
     let attr = &port.attr;
+    let name = port.ctx.name();
     Ok(DeviceInfo {
-        name: port.ctx.name().to_string(),
+        name: name.to_string(),
         vendor_id: attr.vendor_id,
         vendor_part_id: attr.vendor_part_id,
+        model: device_name::model(name, attr.vendor_id, attr.vendor_part_id).map(String::from),
         fw_ver: attr.fw_ver.clone(),
         hw_ver: attr.hw_ver,
         port: port.config.port,
