@@ -132,6 +132,14 @@ impl QpSet {
     }
 }
 
+/// A peer that sent fewer endpoints than this side has QPs.
+pub fn short(got: usize) -> Error {
+    Error::Peer {
+        peer: "peer".into(),
+        what: format!("sent too few endpoints ({got})"),
+    }
+}
+
 /// Fresh 24-bit starting PSNs, one per QP, so a stale packet from an earlier
 /// point (throughput rebuilds its QPs every point) cannot be mistaken for
 /// this one's.

@@ -14,13 +14,12 @@ use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_Q
 use super::super::latency::marker;
 use super::super::ops::echo_wc_label;
 use super::super::port::Port;
-use super::super::qpset::{slot_bytes, QpSet, QpShape};
+use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::Patience;
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
-use super::short;
 use super::threads::{run_threads, ThreadResult};
-use super::{PointCtx, Window, WindowTimer};
+use super::window::{PointCtx, Window, WindowTimer};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.

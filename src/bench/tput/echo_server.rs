@@ -12,10 +12,9 @@ use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_Q
 use super::super::latency::marker;
 use super::super::ops::echo_wc_label;
 use super::super::port::Port;
-use super::super::qpset::{slot_bytes, QpSet, QpShape};
+use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
-use super::short;
 use super::target::poll_stop;
 
 /// The server's QPs, by what carries requests and responses.

@@ -14,7 +14,7 @@ use super::super::qpset::{QpSet, QpShape};
 use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
 use super::threads::{run_threads, ThreadResult};
-use super::{PointCtx, WindowTimer};
+use super::window::{PointCtx, WindowTimer};
 
 /// One issuing thread's QPs and the postlist each posts.
 pub struct IssuerSet {

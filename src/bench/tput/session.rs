@@ -17,7 +17,8 @@ use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
 use super::issuer::run_issuer;
 use super::target::run_target;
-use super::{PointCtx, PointSide};
+use super::window::PointCtx;
+use super::PointSide;
 
 /// One measured throughput point, as the client hands it to the caller.
 pub struct TputOutcome {

@@ -11,7 +11,6 @@ use crate::verbs::{Access, Endpoint, RecvList};
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
-use super::sink_rq_depth;
 
 pub struct TargetSet {
     pub set: QpSet,
@@ -122,4 +121,11 @@ pub fn poll_stop(ctl: &mut dyn Control, index: u32) -> Result<Option<DriverRepor
         Some(other) => Err(unexpected(ctl, "stop", &other)),
         None => Ok(None),
     }
+}
+
+/// Receive-queue depth of a SEND sink QP: room for two full windows plus a
+/// batch being reposted, and at least perftest's 512, so a sender is not
+/// slowed by RNR NAKs while the sink thread catches up; whole batches.
+fn sink_rq_depth(p: &TputPoint) -> u32 {
+    (2 * p.window + RECV_BATCH).max(512).div_ceil(RECV_BATCH) * RECV_BATCH
 }
