@@ -1,9 +1,11 @@
 //! rdma-bench: measure RDMA verbs the way perftest does, and more.
 //!
-//! Layers, bottom up: `verbs` (safe libibverbs wrappers; all `unsafe` lives
-//! there), `connect` (the out-of-band control channel), `bench` (resources,
-//! measured loops, sessions), `stats` (numbers from samples), `results` +
-//! `export` (files), `output` (what people see), `cli` + `cmd` (the program).
+//! The layers, bottom up, and the one direction imports go, are in
+//! ARCHITECTURE.md (checked by `scripts/check-layers`): `verbs` (safe
+//! libibverbs wrappers), `abort`/`clock`, plain data (`spec`, `report`,
+//! `stats`, …), `connect` (the control channel), `bench` (the measured loops
+//! and their sessions), `results`/`export`/`output`, and `cli` + `cmd` (the
+//! program).
 
 pub mod abort;
 pub mod bench;
@@ -13,10 +15,7 @@ pub mod cmd;
 pub mod connect;
 pub mod device_name;
 pub mod error;
-pub mod experiment;
 pub mod export;
-#[cfg(feature = "mpi")]
-pub mod mpi_boot;
 pub mod output;
 pub mod report;
 pub mod results;

@@ -16,8 +16,8 @@ use super::setup::new_doc;
 
 pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     #[cfg(feature = "mpi")]
-    if crate::mpi_boot::launched() {
-        return crate::mpi_boot::run(verb, args);
+    if super::mpi::launched() {
+        return super::mpi::run(verb, args);
     }
     let plan = Plan::from_args(verb, args)?;
     let sink = ResultsSink::new(args.json.clone(), args.csv.clone());

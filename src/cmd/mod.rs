@@ -3,8 +3,11 @@
 
 pub mod compare;
 pub mod devices;
+pub mod experiment;
 pub mod latency;
 pub mod measure;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod plan;
 pub mod run;
 pub mod serve;

@@ -8,7 +8,7 @@ use crate::bench::{DeviceChoice, Port};
 use crate::cli::RunArgs;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::experiment;
+use super::experiment;
 use crate::export::ResultsSink;
 use crate::output::Console;
 

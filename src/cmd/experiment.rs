@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::{Cli, Command};
-use crate::cmd::plan::Plan;
+use super::plan::Plan;
 use crate::error::{Error, Result};
 use crate::spec::VerbKind;
 

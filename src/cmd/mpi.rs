@@ -15,8 +15,8 @@ use crate::abort::aborted;
 use crate::bench::{run_tput_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
-use crate::cmd::plan::Plan;
-use crate::cmd::setup::new_doc;
+use super::plan::Plan;
+use super::setup::new_doc;
 use crate::connect::{local_pair_named, Control, LocalChannel, Message};
 use crate::error::{Error, Result};
 use crate::export::ResultsSink;
@@ -121,7 +121,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         let mut ctl = ToRankZero { world: &world };
         let result = run_tput_client(&spec, &port, &mut ctl, &clock, |o| {
             doc.results
-                .push(Record::Throughput(crate::cmd::tput::record(
+                .push(Record::Throughput(super::tput::record(
                     &spec, &o, max_inline,
                 )));
             Ok(())
