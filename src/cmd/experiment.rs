@@ -10,8 +10,8 @@ use clap::Parser;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::cli::{Cli, Command};
 use super::plan::Plan;
+use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::spec::VerbKind;
 

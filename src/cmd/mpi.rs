@@ -11,12 +11,12 @@ use std::time::{Duration, Instant};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
+use super::plan::Plan;
+use super::setup::new_doc;
 use crate::abort::aborted;
 use crate::bench::{run_tput_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
-use super::plan::Plan;
-use super::setup::new_doc;
 use crate::connect::{local_pair_named, Control, LocalChannel, Message};
 use crate::error::{Error, Result};
 use crate::export::ResultsSink;
@@ -120,10 +120,9 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         let max_inline = doc.device.max_inline;
         let mut ctl = ToRankZero { world: &world };
         let result = run_tput_client(&spec, &port, &mut ctl, &clock, |o| {
-            doc.results
-                .push(Record::Throughput(super::tput::record(
-                    &spec, &o, max_inline,
-                )));
+            doc.results.push(Record::Throughput(super::tput::record(
+                &spec, &o, max_inline,
+            )));
             Ok(())
         });
         // Rank 0 writes the file: hand it what this rank measured (even after a failure).

@@ -4,11 +4,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use super::experiment;
 use crate::bench::{DeviceChoice, Port};
 use crate::cli::RunArgs;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
-use super::experiment;
 use crate::export::ResultsSink;
 use crate::output::Console;
 

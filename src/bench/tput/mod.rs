@@ -36,18 +36,74 @@ use issuer::IssuerSet;
 use target::TargetSet;
 
 /// The resources of one side for one point, by what that side does in it.
-pub enum PointSide {
+/// `E` is that side's part in an echo point: the client drives echo
+/// (`EchoClients`), the server answers it (`EchoServer`), so neither side
+/// can hold the other's.
+pub enum PointSide<E> {
     Issuer(Vec<IssuerSet>),
     Target(Box<TargetSet>),
-    EchoClient(Vec<EchoClientSet>),
-    EchoServer(Box<EchoServerSet>),
+    Echo(E),
 }
 
-impl PointSide {
+/// The echo client's threads.
+pub type EchoClients = Vec<EchoClientSet>;
+pub type EchoServer = Box<EchoServerSet>;
+
+/// A side's part in an echo point.
+pub trait EchoPart: Sized {
+    const ROLE: Role;
+    fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self>;
+    fn endpoints(&self) -> Vec<Endpoint>;
+    fn connect(&mut self, remotes: &[Endpoint]) -> Result<()>;
+}
+
+impl EchoPart for EchoClients {
+    const ROLE: Role = Role::Client;
+
+    fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
+        (0..p.threads)
+            .map(|_| EchoClientSet::new(port, spec, p))
+            .collect()
+    }
+
+    /// Every thread's request QPs, then every thread's response QPs.
+    fn endpoints(&self) -> Vec<Endpoint> {
+        let mut eps: Vec<Endpoint> = self.iter().flat_map(|s| s.request_endpoints()).collect();
+        eps.extend(self.iter().flat_map(|s| s.response_endpoints()));
+        eps
+    }
+
+    fn connect(&mut self, remotes: &[Endpoint]) -> Result<()> {
+        let total: usize = self.iter().map(|s| s.qp_count()).sum();
+        let mut at = 0;
+        for s in self.iter_mut() {
+            s.connect(remotes, at, total)?;
+            at += s.qp_count();
+        }
+        Ok(())
+    }
+}
+
+impl EchoPart for EchoServer {
+    const ROLE: Role = Role::Server;
+
+    fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
+        Ok(Box::new(EchoServerSet::new(port, spec, p)?))
+    }
+
+    fn endpoints(&self) -> Vec<Endpoint> {
+        EchoServerSet::endpoints(self)
+    }
+
+    fn connect(&mut self, remotes: &[Endpoint]) -> Result<()> {
+        EchoServerSet::connect(self, remotes)
+    }
+}
+
+impl<E: EchoPart> PointSide<E> {
     /// Sizes this side of a point and creates its QPs.
-    pub fn build(port: &Port, spec: &TputSpec, p: &TputPoint, role: Role) -> Result<PointSide> {
-        let slot = slot_bytes(p.size);
-        Ok(match (spec.direction, role) {
+    pub fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
+        Ok(match (spec.direction, E::ROLE) {
             (Direction::Inbound, Role::Client) | (Direction::Outbound, Role::Server) => {
                 // An issuer exposes nothing: READ results and atomic replies land locally.
                 let shape = QpShape {
@@ -56,7 +112,7 @@ impl PointSide {
                     sq_depth: p.sq_depth(),
                     rq_depth: 1,
                     inline: if spec.inline { p.size } else { 0 },
-                    region: slot,
+                    region: slot_bytes(p.size),
                     access: Access::LOCAL,
                 };
                 let sets = (0..p.threads)
@@ -72,14 +128,7 @@ impl PointSide {
                     access_for(spec.verb, Role::Server),
                 )?))
             }
-            (Direction::Echo, Role::Client) => PointSide::EchoClient(
-                (0..p.threads)
-                    .map(|_| EchoClientSet::new(port, spec, p))
-                    .collect::<Result<Vec<_>>>()?,
-            ),
-            (Direction::Echo, Role::Server) => {
-                PointSide::EchoServer(Box::new(EchoServerSet::new(port, spec, p)?))
-            }
+            (Direction::Echo, _) => PointSide::Echo(E::build(port, spec, p)?),
         })
     }
 
@@ -87,13 +136,7 @@ impl PointSide {
         match self {
             PointSide::Issuer(sets) => sets.iter().flat_map(|s| s.set.endpoints()).collect(),
             PointSide::Target(set) => set.set.endpoints(),
-            PointSide::EchoClient(sets) => {
-                let mut eps: Vec<Endpoint> =
-                    sets.iter().flat_map(|s| s.request_endpoints()).collect();
-                eps.extend(sets.iter().flat_map(|s| s.response_endpoints()));
-                eps
-            }
-            PointSide::EchoServer(s) => s.endpoints(),
+            PointSide::Echo(e) => e.endpoints(),
         }
     }
 
@@ -114,16 +157,7 @@ impl PointSide {
                 Ok(())
             }
             PointSide::Target(set) => set.connect(remotes, ctx.point),
-            PointSide::EchoClient(sets) => {
-                let total: usize = sets.iter().map(|s| s.qp_count()).sum();
-                let mut at = 0;
-                for s in sets.iter_mut() {
-                    s.connect(remotes, at, total)?;
-                    at += s.qp_count();
-                }
-                Ok(())
-            }
-            PointSide::EchoServer(s) => s.connect(remotes),
+            PointSide::Echo(e) => e.connect(remotes),
         }
     }
 }

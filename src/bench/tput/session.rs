@@ -11,14 +11,14 @@ use crate::spec::{DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
 use super::super::group::Rendezvous;
-use super::super::ops::{needs_inline_limit, Role};
+use super::super::ops::needs_inline_limit;
 use super::super::port::Port;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
 use super::issuer::run_issuer;
 use super::target::run_target;
 use super::window::PointCtx;
-use super::PointSide;
+use super::{EchoClients, EchoServer, PointSide};
 
 /// One measured throughput point, as the client hands it to the caller.
 pub struct TputOutcome {
@@ -94,7 +94,7 @@ pub fn run_tput_client(
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
         let ctx = PointCtx::new(spec, p, clock);
-        let mut side = PointSide::build(port, spec, p, Role::Client)?;
+        let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,
             point: *p,
@@ -114,7 +114,7 @@ pub fn run_tput_client(
                 let report = run_issuer(sets, &ctx)?;
                 finish_as_driver(ctl, index, report, &d)?
             }
-            PointSide::EchoClient(sets) => {
+            PointSide::Echo(sets) => {
                 expect_go(ctl, index, &d)?;
                 let report = run_echo_client(sets, &ctx)?;
                 finish_as_driver(ctl, index, report, &d)?
@@ -128,9 +128,6 @@ pub fn run_tput_client(
                     group: Vec::new(),
                 })?;
                 (report, received, Vec::new())
-            }
-            PointSide::EchoServer(_) => {
-                return Err(Error::usage("a client never answers echo requests"))
             }
         };
         drop(side);
@@ -192,7 +189,7 @@ pub fn serve_tput(
             ));
         }
         let ctx = PointCtx::new(&spec, &p, clock);
-        let mut side = PointSide::build(port, &spec, &p, Role::Server)?;
+        let mut side = PointSide::<EchoServer>::build(port, &spec, &p)?;
         side.connect(&client_eps, &ctx)?;
         ctl.send(&Message::TputReady {
             index,
@@ -207,7 +204,7 @@ pub fn serve_tput(
         };
         let (received, report) = match &mut side {
             PointSide::Target(set) => run_target(set, &spec, index, ctl, &mut go)?,
-            PointSide::EchoServer(s) => run_echo_server(s, index, ctl, &mut go)?,
+            PointSide::Echo(s) => run_echo_server(s, index, ctl, &mut go)?,
             PointSide::Issuer(sets) => {
                 // Outbound: the client's target posts its receives, then says go.
                 expect_go(ctl, index, &d)?;
@@ -218,9 +215,6 @@ pub fn serve_tput(
                     _ => None,
                 })?;
                 continue;
-            }
-            PointSide::EchoClient(_) => {
-                return Err(Error::usage("the server never drives echo requests"))
             }
         };
         let group = stop_together(groups, &stop_key, expected, &me, &report, wait)?;
