@@ -48,8 +48,10 @@ impl Window {
 /// snapshot their counters) and whether it is over.
 pub struct WindowTimer {
     warm_end: u64,
-    /// When a timed window ends; `None` in an --iters run (the loop ends it).
-    end: Option<u64>,
+    /// How long a timed window lasts; `None` in an --iters run (the loop ends it).
+    duration: Option<u64>,
+    /// When the window ends, set when it opens.
+    end: u64,
     measuring: bool,
     /// When the window opened (the start reading until then).
     pub opened: u64,
@@ -59,15 +61,19 @@ impl WindowTimer {
     /// Starts the clock at `now`: warm-up first, except in an --iters run.
     pub fn start(now: u64, w: &Window) -> Self {
         let warmup = if w.iters.is_some() { 0 } else { w.warmup };
+        let duration = w.iters.is_none().then_some(w.duration);
         WindowTimer {
             warm_end: now + warmup,
-            end: w.iters.is_none().then_some(now + warmup + w.duration),
+            duration,
+            end: now + duration.unwrap_or(0),
             measuring: warmup == 0,
             opened: now,
         }
     }
 
     /// True exactly once: on the first reading at or after the warm-up's end.
+    /// The window lasts its full duration from here, however long the warm-up
+    /// really took (filling thousands of QPs can outlast it).
     #[inline(always)]
     pub fn opens(&mut self, now: u64) -> bool {
         if self.measuring || now < self.warm_end {
@@ -75,6 +81,7 @@ impl WindowTimer {
         }
         self.measuring = true;
         self.opened = now;
+        self.end = now + self.duration.unwrap_or(0);
         true
     }
 
@@ -83,7 +90,7 @@ impl WindowTimer {
     /// measures something.
     #[inline(always)]
     pub fn over(&self, now: u64) -> bool {
-        self.measuring && self.end.is_some_and(|e| now >= e) && now > self.opened
+        self.measuring && self.duration.is_some() && now >= self.end && now > self.opened
     }
 }
 
@@ -103,8 +110,22 @@ mod tests {
         assert!(t.opens(1012));
         assert!(!t.opens(1013), "opens only once");
         assert_eq!(t.opened, 1012);
-        assert!(!t.over(1109));
-        assert!(t.over(1110));
+        assert!(!t.over(1111), "the window lasts its duration from when it opened");
+        assert!(t.over(1112));
+    }
+
+    #[test]
+    fn a_warmup_that_overruns_does_not_shorten_the_window() {
+        let w = Window {
+            warmup: 10,
+            duration: 100,
+            iters: None,
+        };
+        let mut t = WindowTimer::start(0, &w);
+        // The first loop pass (filling every queue) took 500 ticks.
+        assert!(t.opens(500));
+        assert!(!t.over(501) && !t.over(599));
+        assert!(t.over(600));
     }
 
     #[test]
