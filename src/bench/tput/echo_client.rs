@@ -19,7 +19,7 @@ use super::super::wait::Patience;
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::threads::{run_threads, ThreadResult};
-use super::window::{PointCtx, Window, WindowTimer};
+use super::window::{PointCtx, WindowTimer};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.
@@ -251,14 +251,11 @@ fn echo_client_thread(
 
     barrier.wait();
     let t0 = clock.now();
-    // Echo runs by time only.
-    let mut timer = WindowTimer::start(
-        t0,
-        &Window {
-            iters: None,
-            ..window
-        },
-    );
+    let mut timer = WindowTimer::start(t0, &window);
+    // An --iters run sends exactly that many requests per QP and counts
+    // every round trip that comes back; a timed run counts those completed
+    // inside the window.
+    let limit = window.iters.unwrap_or(u64::MAX);
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
@@ -270,12 +267,20 @@ fn echo_client_thread(
             at_end.copy_from_slice(&fl.done);
             stopped_at = now;
         }
+        if !stopping && window.iters.is_some() && tx.posted.iter().all(|&p| p >= limit) {
+            stopping = true;
+            stopped_at = now;
+        }
         if timer.opens(now) {
             base.copy_from_slice(&fl.done);
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
         if stopping && (fl.in_flight == 0 || now.wrapping_sub(stopped_at) > drain_limit) {
+            if window.iters.is_some() {
+                at_end.copy_from_slice(&fl.done);
+                stopped_at = now;
+            }
             break;
         }
         let mut progress = false;
@@ -283,7 +288,7 @@ fn echo_client_thread(
             for q in 0..n {
                 for k in 0..w {
                     let i = q * w + k;
-                    if fl.busy[i] || tx.outstanding(q) >= sq_room {
+                    if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
                         continue;
                     }
                     let at = s.req.offset(q) + layout.request(k) + last;
