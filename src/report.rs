@@ -34,6 +34,9 @@ pub struct DriverReport {
     pub per_qp_ops: Vec<u64>,
     /// Every WR (echo: request) posted, warm-up and drain included.
     pub sent: u64,
+    /// `sent` per QP, in the same order as `per_qp_ops`.
+    #[serde(default)]
+    pub per_qp_sent: Vec<u64>,
     /// Echo: responses received, warm-up and drain included.
     pub responses: u64,
     /// Send completions polled (signaled WRs), warm-up and drain included.

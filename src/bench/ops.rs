@@ -129,6 +129,35 @@ pub fn atomic_expected(k: u64) -> u64 {
     k
 }
 
+/// Faults the device tests inject to prove a check can fail, named by
+/// `RDMA_BENCH_TEST_FAULT` (read at setup, never in a measured loop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The atomic target word starts at 1 instead of 0.
+    AtomicWord,
+}
+
+pub fn test_fault(f: Fault) -> bool {
+    let name = match f {
+        Fault::AtomicWord => "atomic-word",
+    };
+    std::env::var("RDMA_BENCH_TEST_FAULT").is_ok_and(|v| v.split(',').any(|x| x == name))
+}
+
+/// How many atomic operations the target's words do not account for: each
+/// QP's word must end at the number of atomics its issuer QP executed
+/// (fetch-add 1 each, or a chain of CAS k→k+1). `None` when the peer sent
+/// no words (not an atomic point).
+pub fn atomic_mismatch(words: &[u64], per_qp_sent: &[u64]) -> Option<u64> {
+    if words.is_empty() {
+        return None;
+    }
+    if words.len() != per_qp_sent.len() {
+        return Some(per_qp_sent.iter().sum::<u64>().max(1));
+    }
+    Some(words.iter().zip(per_qp_sent).map(|(w, s)| w.abs_diff(*s)).sum())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,6 +172,14 @@ mod tests {
         assert!(atomic_server.remote_atomic && !atomic_server.remote_write);
         let send = access_for(VerbKind::Send, Role::Server);
         assert_eq!(send, Access::LOCAL);
+    }
+
+    #[test]
+    fn atomic_words_must_match_what_was_sent() {
+        assert_eq!(atomic_mismatch(&[], &[3]), None);
+        assert_eq!(atomic_mismatch(&[3, 5], &[3, 5]), Some(0));
+        assert_eq!(atomic_mismatch(&[4, 5], &[3, 5]), Some(1));
+        assert_eq!(atomic_mismatch(&[3], &[3, 5]), Some(8));
     }
 
     #[test]

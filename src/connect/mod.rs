@@ -24,7 +24,7 @@ use crate::verbs::Endpoint;
 pub const SLICE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Bumped whenever a `Message` changes shape or meaning.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -73,6 +73,10 @@ pub enum Message {
         index: u32,
         received: Vec<u64>,
         group: Vec<ClientFigure>,
+        /// Atomics: the final value of each target QP's word, the witness
+        /// the driver's counts are checked against.
+        #[serde(default)]
+        words: Vec<u64>,
     },
     /// Client → server: no more points.
     Bye,

@@ -240,7 +240,6 @@ fn echo_client_thread(
     let mut fl = Flights::new(n, w);
     let mut tx = SendTracker::new(n);
     let mut arrivals = ArrivalBuf::new();
-    let mut sent = 0u64;
     let mut base = vec![0u64; n];
     let mut at_end = vec![0u64; n];
     let patience = Patience::new(*clock, spec.timeout_s);
@@ -301,7 +300,6 @@ fn echo_client_thread(
                     tx.posted[q] = seq;
                     fl.busy[i] = true;
                     fl.in_flight += 1;
-                    sent += 1;
                     progress = true;
                 }
             }
@@ -348,7 +346,7 @@ fn echo_client_thread(
         thread,
         per_qp,
         elapsed_s,
-        sent,
+        tx.posted,
         fl.done.iter().sum(),
         tx.completions,
     ))

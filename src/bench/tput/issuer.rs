@@ -6,9 +6,10 @@ use std::sync::Barrier;
 
 use crate::error::Result;
 use crate::report::DriverReport;
+use crate::spec::AtomicOp;
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
-use super::super::ops::{send_op, wc_label};
+use super::super::ops::{atomic_operands, send_op, wc_label};
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::wait::Patience;
@@ -76,6 +77,10 @@ fn issue_thread(
     let mut last_signaled = vec![0u64; n];
     let mut base = vec![0u64; n];
     let verb = wc_label(spec.verb, spec.op);
+    // Each CAS finds the value the previous one on its QP left (WRs of one
+    // QP execute in order), so the word really moves and its final value
+    // counts the CASes that succeeded.
+    let chain_cas = spec.op == Some(AtomicOp::Cas);
     let patience = Patience::new(*clock, spec.timeout_s);
     let qpn = set.qps[0].qpn();
     // An --iters run posts whole postlists: round the count up to one.
@@ -124,6 +129,10 @@ fn issue_thread(
                     }
                     list.set_signaled(j as usize, signaled);
                     list.set_wr_id(j as usize, WrId::pack(q, seq));
+                    if chain_cas {
+                        let (compare, swap) = atomic_operands(seq - 1);
+                        list.set_compare_swap(j as usize, compare, swap);
+                    }
                 }
                 set.qps[q].post_send(list)?;
                 tx.posted[q] += pl;
@@ -150,6 +159,10 @@ fn issue_thread(
                 let seq = tx.posted[q] + j + 1;
                 list.set_signaled(j as usize, j + 1 == pl);
                 list.set_wr_id(j as usize, WrId::pack(q, seq));
+                if chain_cas {
+                    let (compare, swap) = atomic_operands(seq - 1);
+                    list.set_compare_swap(j as usize, compare, swap);
+                }
             }
             set.qps[q].post_send(list)?;
             tx.posted[q] += pl;
@@ -174,7 +187,7 @@ fn issue_thread(
         thread,
         per_qp,
         elapsed_s,
-        tx.posted.iter().sum(),
+        tx.posted,
         0,
         tx.completions,
     ))

@@ -11,7 +11,7 @@ use crate::spec::{DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
 use super::super::group::Rendezvous;
-use super::super::ops::needs_inline_limit;
+use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
@@ -29,6 +29,9 @@ pub struct TputOutcome {
     pub received: Vec<u64>,
     /// Every client's figure when several ran together (`--group`).
     pub group: Vec<ClientFigure>,
+    /// Atomics: operations the target's words do not account for (0 when
+    /// every one is); `None` for other verbs.
+    pub verify_failures: Option<u64>,
 }
 
 /// The device limits `spec` is checked against: inline limits are probed
@@ -57,6 +60,26 @@ fn expect_go(ctl: &mut dyn Control, index: u32, d: &Deadlines) -> Result<()> {
     })
 }
 
+/// What the non-driving side of a point counted: its receives per QP, every
+/// group client's figure, and (atomics) its words' final values.
+#[derive(Default, Clone)]
+struct Counted {
+    received: Vec<u64>,
+    group: Vec<ClientFigure>,
+    words: Vec<u64>,
+}
+
+impl Counted {
+    fn message(self, index: u32) -> Message {
+        Message::Stopped {
+            index,
+            received: self.received,
+            group: self.group,
+            words: self.words,
+        }
+    }
+}
+
 /// Tells the other side the driver is done and what it measured; waits for
 /// what that side counted.
 fn finish_as_driver(
@@ -64,20 +87,25 @@ fn finish_as_driver(
     index: u32,
     report: DriverReport,
     d: &Deadlines,
-) -> Result<(DriverReport, Vec<u64>, Vec<ClientFigure>)> {
+) -> Result<(DriverReport, Counted)> {
     ctl.send(&Message::Stop {
         index,
         report: report.clone(),
     })?;
-    let (received, group) = expect(ctl, "stopped", d.point(), |m| match m {
+    let counted = expect(ctl, "stopped", d.point(), |m| match m {
         Message::Stopped {
             index: r,
             received,
             group,
-        } if *r == index => Some((std::mem::take(received), std::mem::take(group))),
+            words,
+        } if *r == index => Some(Counted {
+            received: std::mem::take(received),
+            group: std::mem::take(group),
+            words: std::mem::take(words),
+        }),
         _ => None,
     })?;
-    Ok((report, received, group))
+    Ok((report, counted))
 }
 
 /// Runs every point of `spec` as the client.
@@ -108,7 +136,7 @@ pub fn run_tput_client(
             _ => None,
         })?;
         side.connect(&remotes, &ctx)?;
-        let (report, received, group) = match &mut side {
+        let (report, counted) = match &mut side {
             PointSide::Issuer(sets) => {
                 expect_go(ctl, index, &d)?;
                 let report = run_issuer(sets, &ctx)?;
@@ -122,21 +150,24 @@ pub fn run_tput_client(
             PointSide::Target(set) => {
                 let mut go = |c: &mut dyn Control| c.send(&Message::Go { index });
                 let (received, report) = run_target(set, spec, index, ctl, &mut go)?;
-                ctl.send(&Message::Stopped {
-                    index,
-                    received: received.clone(),
+                let counted = Counted {
+                    received,
                     group: Vec::new(),
-                })?;
-                (report, received, Vec::new())
+                    words: set.atomic_words(),
+                };
+                ctl.send(&counted.clone().message(index))?;
+                (report, counted)
             }
         };
+        let verify_failures = atomic_mismatch(&counted.words, &report.per_qp_sent);
         drop(side);
         on_point(TputOutcome {
             index,
             point: *p,
             report,
-            received,
-            group,
+            received: counted.received,
+            group: counted.group,
+            verify_failures,
         })?;
     }
     ctl.send(&Message::Bye)?;
@@ -202,9 +233,15 @@ pub fn serve_tput(
             groups.meet(&start_key, expected, me.clone(), wait)?;
             c.send(&Message::Go { index })
         };
-        let (received, report) = match &mut side {
-            PointSide::Target(set) => run_target(set, &spec, index, ctl, &mut go)?,
-            PointSide::Echo(s) => run_echo_server(s, index, ctl, &mut go)?,
+        let (received, words, report) = match &mut side {
+            PointSide::Target(set) => {
+                let (received, report) = run_target(set, &spec, index, ctl, &mut go)?;
+                (received, set.atomic_words(), report)
+            }
+            PointSide::Echo(s) => {
+                let (seen, report) = run_echo_server(s, index, ctl, &mut go)?;
+                (seen, Vec::new(), report)
+            }
             PointSide::Issuer(sets) => {
                 // Outbound: the client's target posts its receives, then says go.
                 expect_go(ctl, index, &d)?;
@@ -218,11 +255,12 @@ pub fn serve_tput(
             }
         };
         let group = stop_together(groups, &stop_key, expected, &me, &report, wait)?;
-        ctl.send(&Message::Stopped {
-            index,
+        let counted = Counted {
             received,
             group,
-        })?;
+            words,
+        };
+        ctl.send(&counted.message(index))?;
     }
 }
 

@@ -8,12 +8,15 @@ use crate::report::DriverReport;
 use crate::spec::{TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList};
 
+use super::super::ops::{test_fault, Fault};
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
 
 pub struct TargetSet {
     pub set: QpSet,
+    /// Atomics: each QP's region starts with the word its issuer QP works on.
+    atomic: bool,
     /// SEND targets: the receives kept posted (built once connected).
     sink: Option<RecvRing>,
 }
@@ -40,6 +43,7 @@ impl TargetSet {
         )?;
         Ok(TargetSet {
             set,
+            atomic: spec.verb == VerbKind::Atomic,
             sink: sends.then(|| RecvRing::new(Vec::new())),
         })
     }
@@ -48,6 +52,10 @@ impl TargetSet {
     /// it tells the driver to start.
     pub fn connect(&mut self, remotes: &[Endpoint], p: &TputPoint) -> Result<()> {
         self.set.connect(remotes)?;
+        if self.atomic && test_fault(Fault::AtomicWord) {
+            // Test hook: a word that does not start at 0 must fail verification.
+            self.set.mr.fill(0, 1, 1);
+        }
         if self.sink.is_some() {
             let slot = slot_bytes(p.size) as u32;
             let set = &mut self.set;
@@ -62,6 +70,19 @@ impl TargetSet {
             self.sink = Some(ring);
         }
         Ok(())
+    }
+}
+
+impl TargetSet {
+    /// Atomics: the final value of each QP's word, read once the driver's
+    /// last WR has completed (empty for other verbs).
+    pub fn atomic_words(&self) -> Vec<u64> {
+        if !self.atomic {
+            return Vec::new();
+        }
+        (0..self.set.qps.len())
+            .map(|q| self.set.mr.read_u64(self.set.offset(q)))
+            .collect()
     }
 }
 

@@ -10,21 +10,24 @@ use crate::report::{DriverReport, ThreadFigure};
 pub struct ThreadResult {
     figure: ThreadFigure,
     per_qp: Vec<u64>,
+    per_qp_sent: Vec<u64>,
     sent: u64,
     responses: u64,
     completions: u64,
 }
 
 impl ThreadResult {
-    /// `per_qp`: ops of each QP in the window; `elapsed_s`: the window.
+    /// `per_qp`: ops of each QP in the window; `elapsed_s`: the window;
+    /// `per_qp_sent`: every WR each QP posted.
     pub fn new(
         thread: u32,
         per_qp: Vec<u64>,
         elapsed_s: f64,
-        sent: u64,
+        per_qp_sent: Vec<u64>,
         responses: u64,
         completions: u64,
     ) -> Self {
+        let sent = per_qp_sent.iter().sum();
         let ops: u64 = per_qp.iter().sum();
         let mops = if elapsed_s > 0.0 {
             ops as f64 / elapsed_s / 1e6
@@ -39,6 +42,7 @@ impl ThreadResult {
                 mops,
             },
             per_qp,
+            per_qp_sent,
             sent,
             responses,
             completions,
@@ -75,6 +79,7 @@ pub fn run_threads<S: Send>(
         report.per_thread.push(r.figure);
         report.per_qp_ops.extend(r.per_qp);
         report.sent += r.sent;
+        report.per_qp_sent.extend(r.per_qp_sent);
         report.responses += r.responses;
         report.completions += r.completions;
     }
