@@ -2,7 +2,13 @@
 //! cross the control channel (the driving side reports to the other) and land
 //! in the results file, so they live below both.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+
+/// A device counter's name → how much it grew over a window. Counters that
+/// could not be read at both edges are absent (never reported as 0).
+pub type CounterDeltas = BTreeMap<String, u64>;
 
 /// Figures of one issuing thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -41,6 +47,9 @@ pub struct DriverReport {
     pub responses: u64,
     /// Send completions polled (signaled WRs), warm-up and drain included.
     pub completions: u64,
+    /// The driving device's own counters over the first thread's window.
+    #[serde(default)]
+    pub device_counters: CounterDeltas,
 }
 
 impl DriverReport {

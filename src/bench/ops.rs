@@ -155,7 +155,13 @@ pub fn atomic_mismatch(words: &[u64], per_qp_sent: &[u64]) -> Option<u64> {
     if words.len() != per_qp_sent.len() {
         return Some(per_qp_sent.iter().sum::<u64>().max(1));
     }
-    Some(words.iter().zip(per_qp_sent).map(|(w, s)| w.abs_diff(*s)).sum())
+    Some(
+        words
+            .iter()
+            .zip(per_qp_sent)
+            .map(|(w, s)| w.abs_diff(*s))
+            .sum(),
+    )
 }
 
 #[cfg(test)]

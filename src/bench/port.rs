@@ -4,6 +4,8 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
+
+use super::counters::DeviceCounters;
 use crate::spec::DeviceLimits;
 use crate::verbs::{
     default_gid_index, probe_max_inline, AtomicCap, CompletionQueue, Context, DeviceAttr, Gid,
@@ -30,6 +32,8 @@ pub struct Port {
     pub mtu: u32,
     /// The inline limit of RC, UC and UD QPs, probed on first use.
     inline: [OnceLock<u32>; 3],
+    /// The port's own counters (sysfs), the witness for rdma-bench's counts.
+    pub counters: DeviceCounters,
 }
 
 impl Port {
@@ -106,6 +110,7 @@ impl Port {
             pd,
             attr,
             inline: Default::default(),
+            counters: DeviceCounters::open(&name, choice.ib_port),
         })
     }
 

@@ -11,10 +11,12 @@
 use crate::clock::Clock;
 use crate::connect::{expect, unexpected, Control, Deadlines, Message};
 use crate::error::Result;
+use crate::report::CounterDeltas;
 use crate::spec::{AtomicOp, LatencyMode, LatencySpec, VerbKind};
 use crate::stats::LatencyRecorder;
 use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY};
 
+use super::super::counters::DeviceCounters;
 use super::super::ops::{atomic_expected, atomic_operands, posts_inline, send_op, wc_label};
 use super::super::qpset::GRH_BYTES;
 use super::super::wait::Patience;
@@ -37,6 +39,8 @@ pub struct ClientPoint {
     pub verify_failures: u64,
     pub inline: bool,
     pub elapsed_ns: u64,
+    /// The device's counters over the measured iterations (warm-up excluded).
+    pub device_counters: Option<CounterDeltas>,
 }
 
 /// Offset of the last payload byte of a `size`-byte message in the receive area.
@@ -95,7 +99,9 @@ pub fn client_point(
     size: u32,
     clock: &Clock,
     rec: &mut LatencyRecorder,
+    counters: &DeviceCounters,
 ) -> Result<ClientPoint> {
+    let mut before = None;
     rec.clear();
     let patience = Patience::new(*clock, spec.timeout_s);
     let mut wr = build_wr(side, spec, size, false);
@@ -120,6 +126,9 @@ pub fn client_point(
 
     loop {
         if k == warmup {
+            if !counters.is_empty() {
+                before = Some(counters.read());
+            }
             measured_from = clock.now();
         }
         let done = match duration_ticks {
@@ -185,6 +194,7 @@ pub fn client_point(
         k += 1;
     }
     let finished = clock.now();
+    let device_counters = before.map(|b| counters.delta(&b, &counters.read()));
     if spec.mode == LatencyMode::PingPong {
         // Tell the answering side this point is over.
         mr.write_u8(send_marker, STOP);
@@ -198,6 +208,7 @@ pub fn client_point(
         verify_failures: failures,
         inline,
         elapsed_ns: clock.to_ns(finished.wrapping_sub(measured_from)),
+        device_counters,
     })
 }
 

@@ -78,7 +78,7 @@ pub fn run_client(
             Message::Ready { index: r } if *r == index => Some(()),
             _ => None,
         })?;
-        let client = client_point(&mut side, spec, size, clock, &mut rec)?;
+        let client = client_point(&mut side, spec, size, clock, &mut rec, &port.counters)?;
         ctl.send(&Message::Finish { index })?;
         let received = expect(ctl, "finished", d.setup(), |m| match m {
             Message::Finished { index: r, received } if *r == index => Some(*received),

@@ -249,8 +249,13 @@ fn echo_client_thread(
     let drain_limit = clock.ticks(Duration::from_secs_f64(spec.timeout_s.min(2.0)));
 
     barrier.wait();
+    let mut edges = ctx.edges(thread);
     let t0 = clock.now();
     let mut timer = WindowTimer::start(t0, &window);
+    if timer.measuring() && edges.open() {
+        // Measuring from the start: the counters are read before it.
+        timer.reopen(clock.now());
+    }
     // An --iters run sends exactly that many requests per QP and counts
     // every round trip that comes back; a timed run counts those completed
     // inside the window.
@@ -258,6 +263,7 @@ fn echo_client_thread(
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
+    let mut counters = None;
     loop {
         let now = clock.now();
         if !stopping && timer.over(now) {
@@ -265,6 +271,7 @@ fn echo_client_thread(
             stopping = true;
             at_end.copy_from_slice(&fl.done);
             stopped_at = now;
+            counters = edges.close();
         }
         if !stopping && window.iters.is_some() && tx.posted.iter().all(|&p| p >= limit) {
             stopping = true;
@@ -272,6 +279,9 @@ fn echo_client_thread(
         }
         if timer.opens(now) {
             base.copy_from_slice(&fl.done);
+            if edges.open() {
+                timer.reopen(clock.now());
+            }
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -279,6 +289,7 @@ fn echo_client_thread(
             if window.iters.is_some() {
                 at_end.copy_from_slice(&fl.done);
                 stopped_at = now;
+                counters = edges.close();
             }
             break;
         }
@@ -349,5 +360,6 @@ fn echo_client_thread(
         tx.posted,
         fl.done.iter().sum(),
         tx.completions,
-    ))
+    )
+    .with_counters(counters))
 }

@@ -90,8 +90,13 @@ fn issue_thread(
         .unwrap_or(u64::MAX);
 
     barrier.wait();
+    let mut edges = ctx.edges(thread);
     let t0 = clock.now();
     let mut timer = WindowTimer::start(t0, &window);
+    if timer.measuring() && edges.open() {
+        // Measuring from the start: the counters are read before it.
+        timer.reopen(clock.now());
+    }
     let mut last_progress = t0;
     loop {
         let now = clock.now();
@@ -100,6 +105,9 @@ fn issue_thread(
         }
         if timer.opens(now) {
             base.copy_from_slice(&tx.posted);
+            if edges.open() {
+                timer.reopen(clock.now());
+            }
         }
         if window.iters.is_some() && tx.completed.iter().all(|&c| c >= limit) {
             break;
@@ -179,16 +187,13 @@ fn issue_thread(
     };
     retire(&mut tx, &in_window)?;
     let t_end = clock.now();
+    let counters = edges.close();
     // The drain batch too, so the target has seen everything before counts are compared.
     let all = tx.posted.clone();
     retire(&mut tx, &all)?;
     let elapsed_s = clock.to_ns(t_end.wrapping_sub(timer.opened)) as f64 / 1e9;
-    Ok(ThreadResult::new(
-        thread,
-        per_qp,
-        elapsed_s,
-        tx.posted,
-        0,
-        tx.completions,
-    ))
+    Ok(
+        ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
+            .with_counters(counters),
+    )
 }

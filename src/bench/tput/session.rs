@@ -121,7 +121,7 @@ pub fn run_tput_client(
     hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
-        let ctx = PointCtx::new(spec, p, clock);
+        let ctx = PointCtx::new(spec, p, clock, &port.counters);
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,
@@ -219,7 +219,7 @@ pub fn serve_tput(
                 Error::usage(format!("point {index} was not in the agreed test")),
             ));
         }
-        let ctx = PointCtx::new(&spec, &p, clock);
+        let ctx = PointCtx::new(&spec, &p, clock, &port.counters);
         let mut side = PointSide::<EchoServer>::build(port, &spec, &p)?;
         side.connect(&client_eps, &ctx)?;
         ctl.send(&Message::TputReady {

@@ -4,7 +4,7 @@
 use std::sync::Barrier;
 
 use crate::error::{Error, Result};
-use crate::report::{DriverReport, ThreadFigure};
+use crate::report::{CounterDeltas, DriverReport, ThreadFigure};
 
 /// What one driving thread hands back.
 pub struct ThreadResult {
@@ -14,6 +14,7 @@ pub struct ThreadResult {
     sent: u64,
     responses: u64,
     completions: u64,
+    counters: Option<CounterDeltas>,
 }
 
 impl ThreadResult {
@@ -46,7 +47,14 @@ impl ThreadResult {
             sent,
             responses,
             completions,
+            counters: None,
         }
+    }
+
+    /// The device's counters over this thread's window (thread 0 reads them).
+    pub fn with_counters(mut self, counters: Option<CounterDeltas>) -> Self {
+        self.counters = counters;
+        self
     }
 }
 
@@ -82,6 +90,9 @@ pub fn run_threads<S: Send>(
         report.per_qp_sent.extend(r.per_qp_sent);
         report.responses += r.responses;
         report.completions += r.completions;
+        if let Some(c) = r.counters {
+            report.device_counters = c;
+        }
     }
     Ok(report)
 }

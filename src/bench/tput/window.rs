@@ -4,7 +4,10 @@
 use std::time::Duration;
 
 use crate::clock::Clock;
+use crate::report::CounterDeltas;
 use crate::spec::{TputPoint, TputSpec};
+
+use super::super::counters::{CounterSnapshot, DeviceCounters};
 
 /// What one side measures with, and against what, in one point.
 pub struct PointCtx<'a> {
@@ -12,15 +15,31 @@ pub struct PointCtx<'a> {
     pub point: &'a TputPoint,
     pub clock: &'a Clock,
     pub window: Window,
+    /// The device's counters, read by thread 0 at its window's edges.
+    pub counters: &'a DeviceCounters,
 }
 
 impl<'a> PointCtx<'a> {
-    pub fn new(spec: &'a TputSpec, point: &'a TputPoint, clock: &'a Clock) -> Self {
+    pub fn new(
+        spec: &'a TputSpec,
+        point: &'a TputPoint,
+        clock: &'a Clock,
+        counters: &'a DeviceCounters,
+    ) -> Self {
         PointCtx {
             spec,
             point,
             clock,
             window: Window::new(clock, spec),
+            counters,
+        }
+    }
+
+    /// The counter reader of thread `thread`: only thread 0 reads.
+    pub fn edges(&self, thread: u32) -> CounterEdges<'a> {
+        CounterEdges {
+            counters: (thread == 0 && !self.counters.is_empty()).then_some(self.counters),
+            before: CounterSnapshot::default(),
         }
     }
 }
@@ -40,6 +59,31 @@ impl Window {
             duration: clock.ticks(Duration::from_secs_f64(spec.duration_s)),
             iters: spec.iters,
         }
+    }
+}
+
+/// The device counters at the edges of one thread's window.
+pub struct CounterEdges<'a> {
+    counters: Option<&'a DeviceCounters>,
+    before: CounterSnapshot,
+}
+
+impl CounterEdges<'_> {
+    /// Reads the counters as the window opens; true if it did (the reads
+    /// took time, so the caller restarts its window after them).
+    pub fn open(&mut self) -> bool {
+        match self.counters {
+            Some(c) => {
+                self.before = c.read();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// What grew since `open`, read as the window closes.
+    pub fn close(&self) -> Option<CounterDeltas> {
+        self.counters.map(|c| c.delta(&self.before, &c.read()))
     }
 }
 
@@ -85,6 +129,18 @@ impl WindowTimer {
         true
     }
 
+    /// Whether the window is open (from the start when there is no warm-up).
+    pub fn measuring(&self) -> bool {
+        self.measuring
+    }
+
+    /// Moves the window's start (and end) to `now`, after work that must
+    /// not count, such as reading the device's counters.
+    pub fn reopen(&mut self, now: u64) {
+        self.opened = now;
+        self.end = now + self.duration.unwrap_or(0);
+    }
+
     /// Whether a timed window is over. It ends no earlier than one loop pass
     /// after it opened, so a slow loop (many QPs on a slow machine) still
     /// measures something.
@@ -110,7 +166,10 @@ mod tests {
         assert!(t.opens(1012));
         assert!(!t.opens(1013), "opens only once");
         assert_eq!(t.opened, 1012);
-        assert!(!t.over(1111), "the window lasts its duration from when it opened");
+        assert!(
+            !t.over(1111),
+            "the window lasts its duration from when it opened"
+        );
         assert!(t.over(1112));
     }
 
