@@ -356,12 +356,20 @@ pub struct TputPoint {
 }
 
 impl TputPoint {
+    /// The signaling period an issuing QP really runs with: it never has
+    /// more than `window` WRs outstanding, so it must signal at least once
+    /// per window (perftest clamps `cq_mod` to the TX depth the same way).
+    /// Echo requests and responses keep S: their send queues are sized for it.
+    pub fn effective_signal_period(&self) -> u32 {
+        self.signal_period.min(self.window)
+    }
+
     /// Send-queue depth an issuing QP needs: room for the window and for two
     /// signaling periods of unreaped WRs.
     pub fn sq_depth(&self) -> u32 {
         // + postlist: the drain at the end of a point posts one more postlist
         // onto a window that may be full.
-        self.window.max(2 * self.signal_period).max(self.postlist) + self.postlist
+        self.window.max(2 * self.effective_signal_period()).max(self.postlist) + self.postlist
     }
 
     pub fn total_qps(&self) -> u32 {

@@ -72,7 +72,7 @@ fn issue_thread(
     let IssuerSet { set, lists } = s;
     let n = set.qps.len();
     let pl = p.postlist as u64;
-    let (sp, w) = (p.signal_period as u64, p.window as u64);
+    let (sp, w) = (p.effective_signal_period() as u64, p.window as u64);
     let mut tx = SendTracker::new(n);
     let mut last_signaled = vec![0u64; n];
     let mut base = vec![0u64; n];
