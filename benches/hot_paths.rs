@@ -69,6 +69,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         sent: 101_000,
         server_received: Some(101_000),
         verify_failures: 0,
+        device_counters: None,
         histogram: rec.buckets(0.5),
     };
     ResultsDoc {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ClientFigure, ThreadFigure};
+use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
 use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -88,12 +88,29 @@ pub struct TputRecord {
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
+    /// The signaling period asked for (`-S`).
     pub signal_period: u32,
+    /// The period the point ran with: issuers signal at least once per
+    /// window, so S above `--window` runs as `--window` (files before this
+    /// field: absent).
+    #[serde(default)]
+    pub effective_signal_period: Option<u32>,
     pub qps: u32,
     pub postlist: u32,
     pub window: u32,
     pub threads: u32,
+    /// Warm-up run before the window (0 in an --iters run, which has none).
     pub warmup_s: f64,
+    /// The window asked for (`-D`); `null` in an --iters run.
+    #[serde(default)]
+    pub requested_s: Option<f64>,
+    /// WRs (echo: round trips) asked for per QP (`-n`); `null` in a timed run.
+    #[serde(default)]
+    pub iters: Option<u64>,
+    /// Which side posted the WRs and read the clock: `client` (inbound,
+    /// echo) or `server` (outbound).
+    #[serde(default)]
+    pub issued_by: Option<String>,
     /// Operations (echo: round trips) completed in the measured window.
     pub ops: u64,
     pub elapsed_s: f64,
@@ -118,6 +135,15 @@ pub struct TputRecord {
     pub group_clients: u32,
     pub aggregate_mops: Option<f64>,
     pub clients: Vec<ClientFigure>,
+    /// Atomics: operations the target's words do not account for (0 when
+    /// each QP's word ended at the atomics its issuer QP executed).
+    #[serde(default)]
+    pub verify_failures: Option<u64>,
+    /// The issuing device's own counters over the first thread's window
+    /// (in loopback both sides' packets count on the one device); absent
+    /// where the device has none.
+    #[serde(default)]
+    pub device_counters: Option<CounterDeltas>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -180,6 +206,11 @@ pub struct LatencyRecord {
     pub server_received: Option<u64>,
     /// Atomics: returned values that were not the expected ones.
     pub verify_failures: u64,
+    /// The device's own counters over the measured iterations (in loopback
+    /// both sides' packets count on the one device); absent where the
+    /// device has none.
+    #[serde(default)]
+    pub device_counters: Option<CounterDeltas>,
     /// The raw distribution of `metric`: [value_ns, count] per non-empty
     /// HdrHistogram bucket, to recompute percentiles or draw a CDF.
     pub histogram: Vec<(f64, u64)>,
@@ -198,11 +229,15 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "req",
     "resp",
     "signal_period",
+    "effective_signal_period",
     "qps",
     "postlist",
     "window",
     "threads",
     "warmup_s",
+    "requested_s",
+    "iters",
+    "issued_by",
     "ops",
     "elapsed_s",
     "mops",
@@ -215,6 +250,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "completions",
     "group_clients",
     "aggregate_mops",
+    "verify_failures",
 ];
 
 /// CSV columns of latency records, in their stable order (`histogram` stays JSON-only).

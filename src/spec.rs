@@ -369,7 +369,10 @@ impl TputPoint {
     pub fn sq_depth(&self) -> u32 {
         // + postlist: the drain at the end of a point posts one more postlist
         // onto a window that may be full.
-        self.window.max(2 * self.effective_signal_period()).max(self.postlist) + self.postlist
+        self.window
+            .max(2 * self.effective_signal_period())
+            .max(self.postlist)
+            + self.postlist
     }
 
     pub fn total_qps(&self) -> u32 {

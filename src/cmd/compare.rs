@@ -283,6 +283,7 @@ mod tests {
                     sent: 10,
                     server_received: None,
                     verify_failures: 0,
+                    device_counters: None,
                     histogram: vec![],
                 })
             })

@@ -79,6 +79,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         sent: p.client.measured + p.client.warmup,
         server_received: p.server_received,
         verify_failures: p.client.verify_failures,
+        device_counters: p.client.device_counters.clone(),
         histogram: p.samples.buckets(scale),
         series: None,
     }

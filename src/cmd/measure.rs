@@ -29,12 +29,10 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     plan.announce(&console, port.ctx.name());
     // The files exist (and parse) from the start, whatever happens next.
     sink.write(&doc)?;
-    let max_inline = doc.device.max_inline;
     let result = plan.execute(
         &port,
         &clock,
         args.connect.as_deref(),
-        max_inline,
         None,
         &mut super::keep(&console, &mut doc, &sink),
     );

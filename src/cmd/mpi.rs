@@ -117,12 +117,10 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
             .process_at_rank(0)
             .send_with_tag(me.as_bytes(), TAG_WHOAMI);
         let mut doc = new_doc(Some("mpi rank 0"), &port, &clock)?;
-        let max_inline = doc.device.max_inline;
         let mut ctl = ToRankZero { world: &world };
         let result = run_tput_client(&spec, &port, &mut ctl, &clock, |o| {
-            doc.results.push(Record::Throughput(super::tput::record(
-                &spec, &o, max_inline,
-            )));
+            doc.results
+                .push(Record::Throughput(super::tput::record(&spec, &o)));
             Ok(())
         });
         // Rank 0 writes the file: hand it what this rank measured (even after a failure).

@@ -122,7 +122,6 @@ impl Plan {
         port: &Port,
         clock: &Clock,
         connect: Option<&str>,
-        max_inline: u32,
         series: Option<&str>,
         on_record: &mut dyn FnMut(Record) -> Result<()>,
     ) -> Result<()> {
@@ -140,7 +139,7 @@ impl Plan {
             }
             Plan::Tput(spec, _) => {
                 let mut on_point = |o: TputOutcome| {
-                    let mut r = super::tput::record(spec, &o, max_inline);
+                    let mut r = super::tput::record(spec, &o);
                     r.series = label.clone();
                     on_record(Record::Throughput(r))
                 };

@@ -116,7 +116,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     // The file exists (and parses) from the start, whatever happens next.
     sink.write(&doc)?;
-    let max_inline = doc.device.max_inline;
     let result = plans
         .iter()
         .filter(|(_, p)| p.points() > 0)
@@ -127,7 +126,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 &port,
                 &clock,
                 args.connect.as_deref(),
-                max_inline,
                 Some(label),
                 &mut super::keep(&console, &mut doc, &sink),
             )

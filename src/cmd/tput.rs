@@ -135,7 +135,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
 }
 
 /// Turns one measured point into its results record.
-pub fn record(spec: &TputSpec, o: &TputOutcome, max_inline: u32) -> TputRecord {
+pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
     let p = &o.point;
     let r = &o.report;
     let bytes_per_s = if r.elapsed_s > 0.0 {
@@ -151,18 +151,36 @@ pub fn record(spec: &TputSpec, o: &TputOutcome, max_inline: u32) -> TputRecord {
         direction: spec.direction.name().to_string(),
         transport: p.transport.name().to_string(),
         size: p.size,
-        // Echo inlines whenever the payload fits.
-        inline: spec.inline || (echo && p.size <= max_inline),
+        inline: o.inline,
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         signal_period: p.signal_period,
+        effective_signal_period: Some(if echo {
+            p.signal_period
+        } else {
+            p.effective_signal_period()
+        }),
         qps: p.qps,
         postlist: p.postlist,
         window: p.window,
         threads: p.threads,
-        warmup_s: spec.warmup_s,
+        warmup_s: if spec.iters.is_some() {
+            0.0
+        } else {
+            spec.warmup_s
+        },
+        requested_s: spec.iters.is_none().then_some(spec.duration_s),
+        iters: spec.iters,
+        issued_by: Some(
+            if spec.direction == Direction::Outbound {
+                "server"
+            } else {
+                "client"
+            }
+            .into(),
+        ),
         ops: r.ops,
         elapsed_s: r.elapsed_s,
         mops: r.mops,
@@ -178,6 +196,8 @@ pub fn record(spec: &TputSpec, o: &TputOutcome, max_inline: u32) -> TputRecord {
         group_clients: spec.group,
         aggregate_mops: (spec.group > 1).then(|| o.group.iter().map(|c| c.mops).sum()),
         clients: o.group.clone(),
+        verify_failures: o.verify_failures,
+        device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
     }
 }

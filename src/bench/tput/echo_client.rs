@@ -95,6 +95,12 @@ impl EchoClientSet {
         })
     }
 
+    /// Whether requests are posted inline (whenever the payload fits the
+    /// request QPs' inline limit, as HERD's clients do).
+    pub fn posts_inline(&self) -> bool {
+        self.inline
+    }
+
     pub fn qp_count(&self) -> usize {
         self.req.qps.len()
     }

@@ -32,6 +32,9 @@ pub struct TputOutcome {
     /// Atomics: operations the target's words do not account for (0 when
     /// every one is); `None` for other verbs.
     pub verify_failures: Option<u64>,
+    /// Whether the client's WRs were posted inline (echo: as the client's
+    /// request QPs decided; otherwise as asked).
+    pub inline: bool,
 }
 
 /// The device limits `spec` is checked against: inline limits are probed
@@ -160,6 +163,10 @@ pub fn run_tput_client(
             }
         };
         let verify_failures = atomic_mismatch(&counted.words, &report.per_qp_sent);
+        let inline = match &side {
+            PointSide::Echo(sets) => sets.iter().all(|s| s.posts_inline()),
+            _ => spec.inline,
+        };
         drop(side);
         on_point(TputOutcome {
             index,
@@ -168,6 +175,7 @@ pub fn run_tput_client(
             received: counted.received,
             group: counted.group,
             verify_failures,
+            inline,
         })?;
     }
     ctl.send(&Message::Bye)?;
