@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
+use super::addr::{ah_attr, Endpoint, PortConfig};
 use super::error::{Result, Verb, VerbsError};
 use super::pd::ProtectionDomain;
-use super::qp::{ah_attr, Endpoint, PortConfig};
 
 pub struct AddressHandle {
     raw: *mut ffi::ibv_ah,

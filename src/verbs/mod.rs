@@ -3,6 +3,7 @@
 //! its parent, so whatever order handles are dropped in, children are
 //! destroyed before their parents.
 
+mod addr;
 mod ah;
 mod cq;
 mod device;
@@ -12,6 +13,7 @@ mod pd;
 mod qp;
 mod wr;
 
+pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{
@@ -21,5 +23,5 @@ pub use device::{
 pub use error::{Result, Verb, VerbsError};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
-pub use qp::{probe_max_inline, Endpoint, PortConfig, QueuePair, Transport, UD_QKEY};
+pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
 pub use wr::{RecvList, SendList, SendOp};

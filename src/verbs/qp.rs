@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rdma_mummy_sys as ffi;
 use serde::{Deserialize, Serialize};
 
+use super::addr::{ah_attr, Endpoint, PortConfig};
 use super::cq::CompletionQueue;
 use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
@@ -48,32 +49,6 @@ impl std::fmt::Display for Transport {
 
 /// The well-known Q_Key all rdma-bench UD QPs share.
 pub const UD_QKEY: u32 = 0x1111_1111;
-
-/// What one side tells the other to connect a QP (plus, for RDMA verbs, where
-/// its buffer is). It crosses the wire, so it is plain serde data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Endpoint {
-    pub qpn: u32,
-    pub psn: u32,
-    pub lid: u16,
-    pub gid: Gid,
-    pub addr: u64,
-    pub rkey: u32,
-    pub len: u64,
-}
-
-/// The local port settings every QP on this side uses.
-#[derive(Debug, Clone, Copy)]
-pub struct PortConfig {
-    pub port: u8,
-    pub gid_index: u8,
-    pub mtu: u32,
-    /// Whether addresses need a GRH (RoCE always; IB only across subnets).
-    pub global: bool,
-    /// READs/atomics a QP may have in flight (and accept), from the device's
-    /// max_qp_rd_atom / max_qp_init_rd_atom, as perftest uses them.
-    pub rd_atomic: u8,
-}
 
 pub struct QueuePairBuilder<'a> {
     pd: &'a Arc<ProtectionDomain>,
@@ -331,24 +306,6 @@ impl Drop for QueuePair {
         // SAFETY: the QP is alive and destroyed once; its CQs and PD outlive it (Arcs).
         unsafe { ffi::ibv_destroy_qp(self.raw) };
     }
-}
-
-pub(crate) fn ah_attr(port: &PortConfig, remote: &Endpoint) -> ffi::ibv_ah_attr {
-    // SAFETY: ibv_ah_attr is plain data; zero is valid.
-    let mut ah: ffi::ibv_ah_attr = unsafe { std::mem::zeroed() };
-    ah.dlid = remote.lid;
-    ah.sl = 0;
-    ah.src_path_bits = 0;
-    ah.port_num = port.port;
-    if port.global {
-        ah.is_global = 1;
-        ah.grh.dgid = ffi::ibv_gid { raw: remote.gid.0 };
-        ah.grh.sgid_index = port.gid_index;
-        ah.grh.hop_limit = 64;
-        ah.grh.traffic_class = 0;
-        ah.grh.flow_label = 0;
-    }
-    ah
 }
 
 /// Probes the largest inline size the device grants on an RC QP by asking for
