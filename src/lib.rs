@@ -1,9 +1,14 @@
 //! rdma-bench: measure RDMA verbs the way perftest does, and more.
 //!
-//! Layers, bottom up: `verbs` (safe libibverbs wrappers; all `unsafe` lives
-//! there), `connect` (the out-of-band control channel), `bench` (resources,
-//! measured loops, sessions), `stats` (numbers from samples), `results` +
-//! `export` (files), `output` (what people see), `cli` + `cmd` (the program).
+//! Layers, bottom up: `verbs` (safe libibverbs wrappers), `connect` (the
+//! out-of-band control channel), `bench` (resources, measured loops,
+//! sessions), `stats` (numbers from samples), `results` + `export` (files),
+//! `output` (what people see), `cli` + `cmd` (the program).
+//!
+//! `unsafe` is denied crate-wide and allowed in two modules only: `verbs`
+//! and `sys` (OS and CPU calls, such as the time-stamp counter).
+
+#![deny(unsafe_code)]
 
 pub mod bench;
 pub mod cli;
@@ -21,4 +26,7 @@ pub mod results;
 pub mod spec;
 pub mod stats;
 pub mod sweep;
+#[allow(unsafe_code)]
+mod sys;
+#[allow(unsafe_code)]
 pub mod verbs;

@@ -1,7 +1,7 @@
-//! Safe wrappers over libibverbs (through `rdma-mummy-sys`). Every `unsafe`
-//! block of the program lives under this module. Each object holds an `Arc` to
-//! its parent, so whatever order handles are dropped in, children are
-//! destroyed before their parents.
+//! Safe wrappers over libibverbs (through `rdma-mummy-sys`). With `sys`, the
+//! only module where the crate allows `unsafe` (see `lib.rs`). Each object
+//! holds an `Arc` to its parent, so whatever order handles are dropped in,
+//! children are destroyed before their parents.
 
 mod addr;
 mod ah;
