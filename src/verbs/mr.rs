@@ -149,26 +149,11 @@ impl MemoryRegion {
         unsafe { std::ptr::read_volatile(self.buf.add(offset).cast::<u64>()) }
     }
 
-    #[inline(always)]
-    pub fn write_u64(&self, offset: usize, value: u64) {
-        self.check(offset, 8);
-        assert!(offset % 8 == 0, "unaligned u64 at {offset}");
-        // SAFETY: in bounds and 8-byte aligned.
-        unsafe { std::ptr::write_volatile(self.buf.add(offset).cast::<u64>(), value) }
-    }
-
     /// Fills `len` bytes at `offset` with `byte` (setup, not the measured loop).
     pub fn fill(&self, offset: usize, len: usize, byte: u8) {
         self.check(offset, len);
         // SAFETY: in bounds (checked).
         unsafe { std::ptr::write_bytes(self.buf.add(offset), byte, len) }
-    }
-
-    /// Copies bytes out of the region (verification, not the measured loop).
-    pub fn read_bytes(&self, offset: usize, out: &mut [u8]) {
-        self.check(offset, out.len());
-        // SAFETY: in bounds (checked); `out` cannot overlap a buffer we own privately.
-        unsafe { std::ptr::copy_nonoverlapping(self.buf.add(offset), out.as_mut_ptr(), out.len()) }
     }
 }
 

@@ -113,7 +113,7 @@ impl<'a> QueuePairBuilder<'a> {
             max_inline: init.cap.max_inline_data,
             max_send_wr: init.cap.max_send_wr,
             max_recv_wr: init.cap.max_recv_wr,
-            pd: self.pd.clone(),
+            _pd: self.pd.clone(),
             _send_cq: self.send_cq.clone(),
             _recv_cq: self.recv_cq.clone(),
         })
@@ -127,7 +127,7 @@ pub struct QueuePair {
     max_inline: u32,
     max_send_wr: u32,
     max_recv_wr: u32,
-    pd: Arc<ProtectionDomain>,
+    _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
 }
@@ -173,10 +173,6 @@ impl QueuePair {
 
     pub fn max_recv_wr(&self) -> u32 {
         self.max_recv_wr
-    }
-
-    pub fn pd(&self) -> &Arc<ProtectionDomain> {
-        &self.pd
     }
 
     fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {

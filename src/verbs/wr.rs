@@ -14,8 +14,6 @@ pub struct SendList {
     // pointers linking them stay valid for the list's life.
     wrs: Box<[ffi::ibv_send_wr]>,
     sges: Box<[ffi::ibv_sge]>,
-    /// Largest length each SGE may be given (what its MR has room for).
-    room: Box<[u32]>,
     mrs: Vec<Arc<MemoryRegion>>,
     ahs: Vec<Arc<AddressHandle>>,
 }
@@ -87,7 +85,6 @@ impl SendList {
         Self {
             wrs,
             sges,
-            room: vec![0; len].into_boxed_slice(),
             mrs: Vec::new(),
             ahs: Vec::new(),
         }
@@ -116,7 +113,6 @@ impl SendList {
             length: len,
             lkey: mr.lkey(),
         };
-        self.room[i] = (mr.len() - offset) as u32;
         let wr = &mut self.wrs[i];
         use ffi::ibv_wr_opcode::*;
         let (opcode, imm) = match op {
@@ -205,25 +201,6 @@ impl SendList {
     #[inline(always)]
     pub fn set_wr_id(&mut self, i: usize, id: u64) {
         self.wrs[i].wr_id = id;
-    }
-
-    /// Changes the payload length of WR `i` (bounded by what its MR holds).
-    #[inline(always)]
-    pub fn set_len(&mut self, i: usize, len: u32) {
-        assert!(len <= self.room[i], "WR {i}: length {len} exceeds its MR");
-        self.sges[i].length = len;
-    }
-
-    /// Moves the remote address of an RDMA/atomic WR (e.g. to another slot).
-    #[inline(always)]
-    pub fn set_remote_addr(&mut self, i: usize, remote_addr: u64) {
-        match self.wrs[i].opcode {
-            ffi::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD
-            | ffi::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP => {
-                self.wrs[i].wr.atomic.remote_addr = remote_addr;
-            }
-            _ => self.wrs[i].wr.rdma.remote_addr = remote_addr,
-        }
     }
 
     /// Sets the compare and swap operands of a CAS WR.
