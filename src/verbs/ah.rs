@@ -46,7 +46,8 @@ impl AddressHandle {
 
 impl Drop for AddressHandle {
     fn drop(&mut self) {
-        // SAFETY: send lists that name this AH hold an Arc to it.
+        // SAFETY: every QP that was posted a WR naming this AH keeps an Arc
+        // to it until the QP is destroyed.
         unsafe { ffi::ibv_destroy_ah(self.raw) };
     }
 }

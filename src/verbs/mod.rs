@@ -1,7 +1,8 @@
 //! Safe wrappers over libibverbs (through `rdma-mummy-sys`). With `sys`, the
 //! only module where the crate allows `unsafe` (see `lib.rs`). Each object
 //! holds an `Arc` to its parent, so whatever order handles are dropped in,
-//! children are destroyed before their parents.
+//! children are destroyed before their parents; a QP also keeps alive every
+//! memory region and address handle its posted work requests named.
 
 mod addr;
 mod ah;

@@ -206,9 +206,9 @@ impl MemoryRegion {
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
-        // SAFETY: QPs that post with this MR keep an Arc to it (via their WR
-        // lists), so no WR can still reference it; no atomic view outlives
-        // `&self`; deregister before freeing.
+        // SAFETY: every QP that was posted a WR naming this MR keeps an Arc
+        // to it until the QP is destroyed, so no WR can still reference it;
+        // no atomic view outlives `&self`; deregister before freeing.
         unsafe {
             ffi::ibv_dereg_mr(self.raw);
             dealloc(self.buf, self.layout);
