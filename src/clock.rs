@@ -8,6 +8,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::sys::{invariant_tsc, rdtsc};
+
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
     source: Source,
@@ -83,37 +85,6 @@ impl Clock {
             Source::Monotonic => "CLOCK_MONOTONIC".to_string(),
         }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn rdtsc() -> u64 {
-    // SAFETY: rdtsc has no memory effects and exists on every x86_64 CPU.
-    unsafe { core::arch::x86_64::_rdtsc() }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn rdtsc() -> u64 {
-    0
-}
-
-#[cfg(target_arch = "x86_64")]
-fn invariant_tsc() -> bool {
-    // CPUID leaf 0x8000_0007, EDX bit 8: the TSC runs at a constant rate in all
-    // P/C-states, so tick differences are time differences.
-    // `__cpuid` became a safe function in recent Rust; older compilers need the block.
-    #[allow(unused_unsafe)]
-    // SAFETY: cpuid exists on every x86_64 CPU; the leaf's support is checked first.
-    unsafe {
-        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
-        max >= 0x8000_0007 && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn invariant_tsc() -> bool {
-    false
 }
 
 /// The kernel keeps time with the TSC only after checking it is stable and

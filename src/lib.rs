@@ -2,10 +2,15 @@
 //!
 //! The layers, bottom up, and the one direction imports go, are in
 //! ARCHITECTURE.md (checked by `scripts/check-layers`): `verbs` (safe
-//! libibverbs wrappers), `abort`/`clock`, plain data (`spec`, `report`,
-//! `stats`, …), `connect` (the control channel), `bench` (the measured loops
-//! and their sessions), `results`/`export`/`output`, and `cli` + `cmd` (the
-//! program).
+//! libibverbs wrappers) and `sys` (CPU and OS calls), `abort`/`clock`, plain
+//! data (`spec`, `report`, `stats`, …), `connect` (the control channel),
+//! `bench` (the measured loops and their sessions), `results`/`export`/
+//! `output`, and `cli` + `cmd` (the program).
+//!
+//! `unsafe` is denied crate-wide and allowed in two modules only: `verbs`
+//! and `sys`.
+
+#![deny(unsafe_code)]
 
 pub mod abort;
 pub mod bench;
@@ -22,4 +27,7 @@ pub mod results;
 pub mod spec;
 pub mod stats;
 pub mod sweep;
+#[allow(unsafe_code)]
+mod sys;
+#[allow(unsafe_code)]
 pub mod verbs;

@@ -1,3 +1,5 @@
+#![deny(unsafe_code)]
+
 use clap::Parser;
 
 use rdma_bench::cli::{Cli, Command};

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
+use super::addr::{ah_attr, Endpoint, PortConfig};
 use super::error::{Result, Verb, VerbsError};
 use super::pd::ProtectionDomain;
-use super::qp::{ah_attr, Endpoint, PortConfig};
 
 pub struct AddressHandle {
     raw: *mut ffi::ibv_ah,
@@ -46,7 +46,8 @@ impl AddressHandle {
 
 impl Drop for AddressHandle {
     fn drop(&mut self) {
-        // SAFETY: send lists that name this AH hold an Arc to it.
+        // SAFETY: every QP that was posted a WR naming this AH keeps an Arc
+        // to it until the QP is destroyed.
         unsafe { ffi::ibv_destroy_ah(self.raw) };
     }
 }

@@ -95,14 +95,6 @@ impl WorkCompletion {
         self.0.wr_id
     }
 
-    pub fn byte_len(&self) -> u32 {
-        self.0.byte_len
-    }
-
-    pub fn qp_num(&self) -> u32 {
-        self.0.qp_num
-    }
-
     pub fn is_success(&self) -> bool {
         self.0.status == ffi::ibv_wc_status::IBV_WC_SUCCESS
     }
@@ -112,20 +104,6 @@ impl WorkCompletion {
         (self.0.wc_flags & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0)
             // SAFETY: with IBV_WC_WITH_IMM set, the union holds the immediate.
             .then(|| u32::from_be(unsafe { self.0.imm_data_invalidated_rkey_union.imm_data }))
-    }
-
-    pub fn opcode_name(&self) -> &'static str {
-        use ffi::ibv_wc_opcode::*;
-        match self.0.opcode {
-            IBV_WC_SEND => "SEND",
-            IBV_WC_RDMA_WRITE => "RDMA_WRITE",
-            IBV_WC_RDMA_READ => "RDMA_READ",
-            IBV_WC_COMP_SWAP => "COMP_SWAP",
-            IBV_WC_FETCH_ADD => "FETCH_ADD",
-            IBV_WC_RECV => "RECV",
-            IBV_WC_RECV_RDMA_WITH_IMM => "RECV_RDMA_WITH_IMM",
-            _ => "UNKNOWN",
-        }
     }
 
     /// Turns an error completion into an error naming status, the verb the

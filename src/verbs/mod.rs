@@ -1,8 +1,10 @@
-//! Safe wrappers over libibverbs (through `rdma-mummy-sys`). Every `unsafe`
-//! block of the program lives under this module. Each object holds an `Arc` to
-//! its parent, so whatever order handles are dropped in, children are
-//! destroyed before their parents.
+//! Safe wrappers over libibverbs (through `rdma-mummy-sys`). With `sys`, the
+//! only module where the crate allows `unsafe` (see `lib.rs`). Each object
+//! holds an `Arc` to its parent, so whatever order handles are dropped in,
+//! children are destroyed before their parents; a QP also keeps alive every
+//! memory region and address handle its posted work requests named.
 
+mod addr;
 mod ah;
 mod cq;
 mod device;
@@ -12,6 +14,7 @@ mod pd;
 mod qp;
 mod wr;
 
+pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{
@@ -21,5 +24,5 @@ pub use device::{
 pub use error::{Result, Verb, VerbsError};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
-pub use qp::{probe_max_inline, Endpoint, PortConfig, QueuePair, Transport, UD_QKEY};
+pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
 pub use wr::{RecvList, SendList, SendOp};

@@ -2,6 +2,7 @@
 //! the access rights a test needs and no more.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
@@ -44,8 +45,13 @@ impl Access {
     }
 }
 
-/// A buffer registered with the NIC. The NIC reads and writes it behind the
-/// compiler's back, so all access goes through volatile reads and writes.
+/// A buffer registered with the NIC.
+///
+/// The NIC reads and writes it behind the compiler's back, and `Arc<MemoryRegion>`
+/// is shared between threads, so every CPU access goes through atomic views
+/// (`AtomicU8`/`AtomicU64`) of the raw buffer: two threads touching the same
+/// byte is a well-defined race, never a data race. Nothing hands out `&[u8]`
+/// or `&mut [u8]` over the buffer.
 pub struct MemoryRegion {
     raw: *mut ffi::ibv_mr,
     buf: *mut u8,
@@ -53,8 +59,9 @@ pub struct MemoryRegion {
     _pd: Arc<ProtectionDomain>,
 }
 
-// SAFETY: the buffer is owned by this struct and only accessed with volatile
-// operations; concurrent NIC access is the point of registered memory.
+// SAFETY: the buffer is owned by this struct and the CPU only reaches it
+// through atomic operations (see the type's doc); the NIC accessing it
+// concurrently is the point of registered memory.
 unsafe impl Send for MemoryRegion {}
 // SAFETY: see Send above.
 unsafe impl Sync for MemoryRegion {}
@@ -125,57 +132,83 @@ impl MemoryRegion {
         );
     }
 
+    /// The byte at `offset` as an atomic (bounds checked).
+    #[inline(always)]
+    fn byte(&self, offset: usize) -> &AtomicU8 {
+        self.check(offset, 1);
+        // SAFETY: in bounds (checked), so valid for reads and writes for as
+        // long as `self` lives (the buffer is freed only in Drop); AtomicU8
+        // has alignment 1; and the CPU only ever accesses the buffer atomically.
+        unsafe { AtomicU8::from_ptr(self.buf.add(offset)) }
+    }
+
+    /// The aligned 8-byte word at `offset` as an atomic (bounds and alignment checked).
+    #[inline(always)]
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        self.check(offset, 8);
+        assert!(offset % 8 == 0, "unaligned u64 at {offset}");
+        // SAFETY: in bounds (checked) and 8-byte aligned (the buffer is page
+        // aligned and `offset` a multiple of 8); valid for as long as `self`
+        // lives; the CPU only ever accesses the buffer atomically.
+        unsafe { AtomicU64::from_ptr(self.buf.add(offset).cast::<u64>()) }
+    }
+
     /// Reads one byte the NIC may have written; used to poll for a peer's WRITE.
     #[inline(always)]
     pub fn read_u8(&self, offset: usize) -> u8 {
-        self.check(offset, 1);
-        // SAFETY: in bounds (checked); volatile because the NIC writes it.
-        unsafe { std::ptr::read_volatile(self.buf.add(offset)) }
+        // Acquire: once the marker byte of a peer's WRITE is seen, later
+        // reads of the payload must not be hoisted above this load (the NIC
+        // places a WRITE's bytes in order, the last one last, as perftest
+        // also assumes).
+        self.byte(offset).load(Ordering::Acquire)
     }
 
+    /// Writes one byte (a marker the NIC will send, or a reset between points).
     #[inline(always)]
     pub fn write_u8(&self, offset: usize, value: u8) {
-        self.check(offset, 1);
-        // SAFETY: in bounds (checked); volatile so the store is not elided.
-        unsafe { std::ptr::write_volatile(self.buf.add(offset), value) }
+        // Release: a thread that Acquire-reads this byte also sees what was
+        // written before it. For the NIC, the provider's barrier before the
+        // doorbell in ibv_post_send orders this store before the DMA read.
+        self.byte(offset).store(value, Ordering::Release)
     }
 
     /// Reads an aligned 8-byte word (an atomic target or result).
     #[inline(always)]
     pub fn read_u64(&self, offset: usize) -> u64 {
-        self.check(offset, 8);
-        assert!(offset % 8 == 0, "unaligned u64 at {offset}");
-        // SAFETY: in bounds and 8-byte aligned (the buffer is page aligned).
-        unsafe { std::ptr::read_volatile(self.buf.add(offset).cast::<u64>()) }
+        // Acquire, as for read_u8: the word may have been written by the NIC
+        // (a READ or atomic result) and is read after its completion.
+        self.word(offset).load(Ordering::Acquire)
     }
 
-    #[inline(always)]
-    pub fn write_u64(&self, offset: usize, value: u64) {
-        self.check(offset, 8);
-        assert!(offset % 8 == 0, "unaligned u64 at {offset}");
-        // SAFETY: in bounds and 8-byte aligned.
-        unsafe { std::ptr::write_volatile(self.buf.add(offset).cast::<u64>(), value) }
-    }
-
-    /// Fills `len` bytes at `offset` with `byte` (setup, not the measured loop).
+    /// Fills `len` bytes at `offset` with `byte` (setup, not the measured loop):
+    /// byte stores up to 8-byte alignment, word stores in between.
     pub fn fill(&self, offset: usize, len: usize, byte: u8) {
         self.check(offset, len);
-        // SAFETY: in bounds (checked).
-        unsafe { std::ptr::write_bytes(self.buf.add(offset), byte, len) }
-    }
-
-    /// Copies bytes out of the region (verification, not the measured loop).
-    pub fn read_bytes(&self, offset: usize, out: &mut [u8]) {
-        self.check(offset, out.len());
-        // SAFETY: in bounds (checked); `out` cannot overlap a buffer we own privately.
-        unsafe { std::ptr::copy_nonoverlapping(self.buf.add(offset), out.as_mut_ptr(), out.len()) }
+        let end = offset + len;
+        let mut at = offset;
+        // Relaxed: setup before a point; the barrier or the post that follows
+        // (a lock, a channel message, the doorbell) publishes these stores.
+        while at < end && at % 8 != 0 {
+            self.byte(at).store(byte, Ordering::Relaxed);
+            at += 1;
+        }
+        let pattern = u64::from_ne_bytes([byte; 8]);
+        while at + 8 <= end {
+            self.word(at).store(pattern, Ordering::Relaxed);
+            at += 8;
+        }
+        while at < end {
+            self.byte(at).store(byte, Ordering::Relaxed);
+            at += 1;
+        }
     }
 }
 
 impl Drop for MemoryRegion {
     fn drop(&mut self) {
-        // SAFETY: QPs that post with this MR keep an Arc to it (via their WR
-        // lists), so no WR can still reference it; deregister before freeing.
+        // SAFETY: every QP that was posted a WR naming this MR keeps an Arc
+        // to it until the QP is destroyed, so no WR can still reference it;
+        // no atomic view outlives `&self`; deregister before freeing.
         unsafe {
             ffi::ibv_dereg_mr(self.raw);
             dealloc(self.buf, self.layout);

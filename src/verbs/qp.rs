@@ -1,17 +1,21 @@
 //! Queue pairs: a builder, the RESET→INIT→RTR→RTS transitions, and posting.
 
+use std::collections::HashMap;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 use serde::{Deserialize, Serialize};
 
+use super::addr::{ah_attr, Endpoint, PortConfig};
+use super::ah::AddressHandle;
 use super::cq::CompletionQueue;
 use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
-use super::mr::Access;
+use super::mr::{Access, MemoryRegion};
 use super::pd::ProtectionDomain;
-use super::wr::{RecvList, SendList};
+use super::wr::{Held, RecvList, SendList};
 
 /// Transport service of a QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -49,32 +53,6 @@ impl std::fmt::Display for Transport {
 /// The well-known Q_Key all rdma-bench UD QPs share.
 pub const UD_QKEY: u32 = 0x1111_1111;
 
-/// What one side tells the other to connect a QP (plus, for RDMA verbs, where
-/// its buffer is). It crosses the wire, so it is plain serde data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Endpoint {
-    pub qpn: u32,
-    pub psn: u32,
-    pub lid: u16,
-    pub gid: Gid,
-    pub addr: u64,
-    pub rkey: u32,
-    pub len: u64,
-}
-
-/// The local port settings every QP on this side uses.
-#[derive(Debug, Clone, Copy)]
-pub struct PortConfig {
-    pub port: u8,
-    pub gid_index: u8,
-    pub mtu: u32,
-    /// Whether addresses need a GRH (RoCE always; IB only across subnets).
-    pub global: bool,
-    /// READs/atomics a QP may have in flight (and accept), from the device's
-    /// max_qp_rd_atom / max_qp_init_rd_atom, as perftest uses them.
-    pub rd_atomic: u8,
-}
-
 pub struct QueuePairBuilder<'a> {
     pd: &'a Arc<ProtectionDomain>,
     transport: Transport,
@@ -82,6 +60,7 @@ pub struct QueuePairBuilder<'a> {
     recv_cq: &'a Arc<CompletionQueue>,
     max_send_wr: u32,
     max_recv_wr: u32,
+    max_send_sge: u32,
     max_inline: u32,
 }
 
@@ -93,6 +72,12 @@ impl<'a> QueuePairBuilder<'a> {
 
     pub fn max_recv_wr(mut self, n: u32) -> Self {
         self.max_recv_wr = n;
+        self
+    }
+
+    /// SGEs a send WR may gather (default 1; see `SendList::with_sges`).
+    pub fn max_send_sge(mut self, n: u32) -> Self {
+        self.max_send_sge = n;
         self
     }
 
@@ -110,7 +95,7 @@ impl<'a> QueuePairBuilder<'a> {
         init.sq_sig_all = 0;
         init.cap.max_send_wr = self.max_send_wr.max(1);
         init.cap.max_recv_wr = self.max_recv_wr.max(1);
-        init.cap.max_send_sge = 1;
+        init.cap.max_send_sge = self.max_send_sge.max(1);
         init.cap.max_recv_sge = 1;
         init.cap.max_inline_data = self.max_inline;
         // SAFETY: the PD and CQs are alive (we keep Arcs to them in the QP).
@@ -128,37 +113,86 @@ impl<'a> QueuePairBuilder<'a> {
                 ),
             ));
         }
-        // SAFETY: `raw` is a live QP.
-        let qpn = unsafe { (*raw).qp_num };
-        Ok(QueuePair {
-            raw,
-            qpn,
-            transport: self.transport,
-            // ibv_create_qp writes back the capabilities actually granted.
-            max_inline: init.cap.max_inline_data,
-            max_send_wr: init.cap.max_send_wr,
-            max_recv_wr: init.cap.max_recv_wr,
-            pd: self.pd.clone(),
-            _send_cq: self.send_cq.clone(),
-            _recv_cq: self.recv_cq.clone(),
+        // SAFETY: `raw` was just created on this PD with these CQs, and
+        // ibv_create_qp wrote back the capabilities actually granted.
+        Ok(unsafe {
+            QueuePair::from_raw(
+                raw,
+                self.transport,
+                &init.cap,
+                self.pd.clone(),
+                self.send_cq.clone(),
+                self.recv_cq.clone(),
+            )
         })
     }
 }
 
+/// A queue pair, destroyed when dropped.
+///
+/// Keep-alive contract: a posted WR may be executed by the NIC at any time
+/// until the QP is destroyed (its completion may never be polled, and an
+/// error flushes it only later), so the QP itself keeps an `Arc` to every
+/// [`MemoryRegion`] and [`AddressHandle`] that any list posted to it named,
+/// until `Drop` has destroyed the QP. Callers may drop their lists and
+/// regions whenever they like. The set grows with the distinct resources
+/// posted (each is held once), not with the number of posts.
+///
+/// Cost: each list remembers the id of the QP that already holds its
+/// resources; posting it again to that QP compares one integer. The first
+/// post of a list to a QP (or after `set`/`set_ud_dest` named a new
+/// resource) takes a cold path that clones the list's `Arc`s into the QP.
+///
+/// Extension point: `from_raw` wraps any `ibv_qp` with its parents, so a QP
+/// created another way (rdma_cm, `ibv_create_qp_ex`) can share this type,
+/// its transitions and its posting.
 pub struct QueuePair {
     raw: *mut ffi::ibv_qp,
+    /// Unique among the QPs of this process (never reused): what lists record.
+    id: u64,
     qpn: u32,
     transport: Transport,
     max_inline: u32,
     max_send_wr: u32,
     max_recv_wr: u32,
-    pd: Arc<ProtectionDomain>,
+    /// Released after the QP is destroyed (fields drop after `Drop::drop`).
+    keep: KeepAlive,
+    _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
 }
 
+/// QP ids start at 1; 0 in a list means "held by no QP".
+static NEXT_QP_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What WRs posted to a QP may point at, keyed by address (each held once).
+#[derive(Default)]
+struct KeepAlive {
+    mrs: HashMap<*const MemoryRegion, Arc<MemoryRegion>>,
+    ahs: HashMap<*const AddressHandle, Arc<AddressHandle>>,
+}
+
+impl KeepAlive {
+    /// Takes clones of everything `held` names; records `qp` as its holder.
+    #[cold]
+    #[inline(never)]
+    fn adopt(&mut self, held: &mut Held, qp: u64) {
+        for mr in &held.mrs {
+            self.mrs
+                .entry(Arc::as_ptr(mr))
+                .or_insert_with(|| mr.clone());
+        }
+        for ah in &held.ahs {
+            self.ahs
+                .entry(Arc::as_ptr(ah))
+                .or_insert_with(|| ah.clone());
+        }
+        held.by_qp = qp;
+    }
+}
+
 // SAFETY: a QP may be used from any thread; posting needs `&mut self`, so one
-// thread posts at a time.
+// thread posts at a time; what it keeps alive is Send + Sync.
 unsafe impl Send for QueuePair {}
 
 impl QueuePair {
@@ -175,7 +209,37 @@ impl QueuePair {
             recv_cq,
             max_send_wr: 128,
             max_recv_wr: 128,
+            max_send_sge: 1,
             max_inline: 0,
+        }
+    }
+
+    /// Wraps a QP created elsewhere.
+    ///
+    /// # Safety
+    /// `raw` is a live QP that nothing else will destroy, created on `pd` with
+    /// `send_cq` and `recv_cq`, and `cap` holds the capabilities it was granted.
+    unsafe fn from_raw(
+        raw: *mut ffi::ibv_qp,
+        transport: Transport,
+        cap: &ffi::ibv_qp_cap,
+        pd: Arc<ProtectionDomain>,
+        send_cq: Arc<CompletionQueue>,
+        recv_cq: Arc<CompletionQueue>,
+    ) -> QueuePair {
+        QueuePair {
+            raw,
+            id: NEXT_QP_ID.fetch_add(1, Ordering::Relaxed),
+            // SAFETY: `raw` is a live QP (the caller's promise).
+            qpn: unsafe { (*raw).qp_num },
+            transport,
+            max_inline: cap.max_inline_data,
+            max_send_wr: cap.max_send_wr,
+            max_recv_wr: cap.max_recv_wr,
+            keep: KeepAlive::default(),
+            _pd: pd,
+            _send_cq: send_cq,
+            _recv_cq: recv_cq,
         }
     }
 
@@ -198,10 +262,6 @@ impl QueuePair {
 
     pub fn max_recv_wr(&self) -> u32 {
         self.max_recv_wr
-    }
-
-    pub fn pd(&self) -> &Arc<ProtectionDomain> {
-        &self.pd
     }
 
     fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
@@ -282,12 +342,19 @@ impl QueuePair {
         self.modify(&mut attr, mask, "RTS")
     }
 
-    /// Posts the whole chain of `list` (one doorbell).
+    /// Posts the whole chain of `list` (one doorbell). From here on this QP
+    /// keeps the list's memory regions and address handles alive until it is
+    /// destroyed (see the type's doc), so the list and the caller's `Arc`s
+    /// may be dropped at any time.
     #[inline(always)]
     pub fn post_send(&mut self, list: &mut SendList) -> Result<()> {
+        if list.held().by_qp != self.id {
+            self.keep.adopt(list.held(), self.id);
+        }
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the list's WRs are linked, their SGEs point into MRs the list
-        // keeps alive, and any AH it names is kept alive by the list too.
+        // SAFETY: head() links the WRs afresh; their SGEs point into MRs, and
+        // their UD addresses name AHs, that this QP now keeps alive until it
+        // is destroyed; the provider copies the WRs before returning.
         let rc = unsafe { ffi::ibv_post_send(self.raw, list.head(), &mut bad) };
         if rc != 0 {
             return Err(self.post_error(Verb::PostSend, rc));
@@ -295,11 +362,18 @@ impl QueuePair {
         Ok(())
     }
 
-    /// Posts every receive WR of `list` (one call).
+    /// Posts every receive WR of `list` (one call). From here on this QP
+    /// keeps the list's memory region alive until it is destroyed (see the
+    /// type's doc): the NIC may write into it whenever a message arrives.
     #[inline(always)]
     pub fn post_recv(&mut self, list: &mut RecvList) -> Result<()> {
+        if list.held().by_qp != self.id {
+            self.keep.adopt(list.held(), self.id);
+        }
         let mut bad = std::ptr::null_mut();
-        // SAFETY: the list's WRs are linked and point into MRs it keeps alive.
+        // SAFETY: head() links the WRs afresh; their SGEs point into MRs this
+        // QP now keeps alive until it is destroyed; the provider copies the
+        // WRs before returning.
         let rc = unsafe { ffi::ibv_post_recv(self.raw, list.head(), &mut bad) };
         if rc != 0 {
             return Err(self.post_error(Verb::PostRecv, rc));
@@ -328,27 +402,11 @@ impl QueuePair {
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
-        // SAFETY: the QP is alive and destroyed once; its CQs and PD outlive it (Arcs).
+        // SAFETY: the QP is alive and destroyed once. Its CQs, PD and the MRs
+        // and AHs in `keep` are fields, dropped only after this returns, so
+        // the NIC is done with them before they can be freed.
         unsafe { ffi::ibv_destroy_qp(self.raw) };
     }
-}
-
-pub(crate) fn ah_attr(port: &PortConfig, remote: &Endpoint) -> ffi::ibv_ah_attr {
-    // SAFETY: ibv_ah_attr is plain data; zero is valid.
-    let mut ah: ffi::ibv_ah_attr = unsafe { std::mem::zeroed() };
-    ah.dlid = remote.lid;
-    ah.sl = 0;
-    ah.src_path_bits = 0;
-    ah.port_num = port.port;
-    if port.global {
-        ah.is_global = 1;
-        ah.grh.dgid = ffi::ibv_gid { raw: remote.gid.0 };
-        ah.grh.sgid_index = port.gid_index;
-        ah.grh.hop_limit = 64;
-        ah.grh.traffic_class = 0;
-        ah.grh.flow_label = 0;
-    }
-    ah
 }
 
 /// Probes the largest inline size the device grants on an RC QP by asking for

@@ -1,5 +1,16 @@
 //! Pre-built work-request lists. WRs and SGEs are built once, outside the
 //! measured loop; the loop only flips flags, lengths and ids and posts.
+//!
+//! Pointer discipline: the `next` and `sg_list` fields that link a list are
+//! written only by `head()`, right before the list is handed to
+//! `ibv_post_send`/`ibv_post_recv`, from one raw base pointer per boxed slice
+//! (`as_mut_ptr()`). Safe setters write through the boxes in between, which
+//! may invalidate earlier raw pointers; `head()` re-derives them all, so no
+//! stale or reference-derived pointer ever reaches the provider.
+//!
+//! Keep-alive: each list holds `Arc`s to the memory regions and address
+//! handles its WRs name ([`Held`]); posting hands clones of them to the QP,
+//! which keeps them until it is destroyed (see `QueuePair::post_send`).
 
 use std::sync::Arc;
 
@@ -8,20 +19,45 @@ use rdma_mummy_sys as ffi;
 use super::ah::AddressHandle;
 use super::mr::MemoryRegion;
 
-/// A chain of send WRs posted with one `ibv_post_send` (a postlist of 1 or more).
-pub struct SendList {
-    // Boxed slices: their heap storage never moves, so the `next`/`sg_list`
-    // pointers linking them stay valid for the list's life.
-    wrs: Box<[ffi::ibv_send_wr]>,
-    sges: Box<[ffi::ibv_sge]>,
-    /// Largest length each SGE may be given (what its MR has room for).
-    room: Box<[u32]>,
-    mrs: Vec<Arc<MemoryRegion>>,
-    ahs: Vec<Arc<AddressHandle>>,
+/// The resources a list's WRs point into, and which QP already holds them.
+#[derive(Default)]
+pub(crate) struct Held {
+    pub(crate) mrs: Vec<Arc<MemoryRegion>>,
+    pub(crate) ahs: Vec<Arc<AddressHandle>>,
+    /// Id of the QP that already keeps every resource above alive (0: none).
+    /// Cleared whenever a resource is added.
+    pub(crate) by_qp: u64,
 }
 
-// SAFETY: the raw pointers only point into this list's own boxes, MRs and AHs
-// it keeps alive; moving it between threads moves all of that together.
+impl Held {
+    fn add_mr(&mut self, mr: &Arc<MemoryRegion>) {
+        if !self.mrs.iter().any(|m| Arc::ptr_eq(m, mr)) {
+            self.mrs.push(mr.clone());
+            self.by_qp = 0;
+        }
+    }
+
+    fn add_ah(&mut self, ah: &Arc<AddressHandle>) {
+        if !self.ahs.iter().any(|a| Arc::ptr_eq(a, ah)) {
+            self.ahs.push(ah.clone());
+            self.by_qp = 0;
+        }
+    }
+}
+
+/// A chain of send WRs posted with one `ibv_post_send` (a postlist of 1 or more),
+/// each with room for the same number of SGEs.
+pub struct SendList {
+    // Boxed slices: their heap storage never moves while the list lives.
+    wrs: Box<[ffi::ibv_send_wr]>,
+    /// WR `i` gathers from `sges[i * sges_per_wr..][..num_sge]`.
+    sges: Box<[ffi::ibv_sge]>,
+    sges_per_wr: usize,
+    held: Held,
+}
+
+// SAFETY: the raw pointers only point into this list's own boxes, and MRs and
+// AHs it keeps alive; moving it between threads moves all of that together.
 unsafe impl Send for SendList {}
 
 /// What a send WR does.
@@ -58,38 +94,36 @@ pub enum SendOp {
 }
 
 impl SendList {
+    /// `len` WRs of one SGE each.
     pub fn new(len: usize) -> Self {
+        Self::with_sges(len, 1)
+    }
+
+    /// `len` WRs with room for `sges_per_wr` SGEs each (gather lists; the QP
+    /// must then be built with `max_send_sge` at least that large). Each WR
+    /// starts with one SGE; `set_sge` adds more.
+    pub fn with_sges(len: usize, sges_per_wr: usize) -> Self {
         assert!(len > 0, "a send list needs at least one WR");
-        // SAFETY: ibv_send_wr and ibv_sge are plain data; all-zero is valid.
-        let zero_wr = || unsafe { std::mem::zeroed::<ffi::ibv_send_wr>() };
-        let mut wrs: Box<[ffi::ibv_send_wr]> = (0..len).map(|_| zero_wr()).collect();
-        let mut sges: Box<[ffi::ibv_sge]> = vec![
-            ffi::ibv_sge {
-                addr: 0,
-                length: 0,
-                lkey: 0
-            };
-            len
-        ]
-        .into_boxed_slice();
-        let wr_base = wrs.as_mut_ptr();
-        for i in 0..len {
-            wrs[i].sg_list = &mut sges[i];
-            wrs[i].num_sge = 1;
-            wrs[i].wr_id = i as u64;
-            wrs[i].next = if i + 1 < len {
-                // SAFETY: i + 1 < len, inside the boxed slice.
-                unsafe { wr_base.add(i + 1) }
-            } else {
-                std::ptr::null_mut()
-            };
-        }
+        assert!(sges_per_wr > 0, "a send WR needs room for at least one SGE");
+        let wrs: Box<[ffi::ibv_send_wr]> = (0..len)
+            .map(|i| {
+                // SAFETY: ibv_send_wr is plain data; all-zero is valid.
+                let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
+                wr.num_sge = 1;
+                wr.wr_id = i as u64;
+                wr
+            })
+            .collect();
+        let zero = ffi::ibv_sge {
+            addr: 0,
+            length: 0,
+            lkey: 0,
+        };
         Self {
             wrs,
-            sges,
-            room: vec![0; len].into_boxed_slice(),
-            mrs: Vec::new(),
-            ahs: Vec::new(),
+            sges: vec![zero; len * sges_per_wr].into_boxed_slice(),
+            sges_per_wr,
+            held: Held::default(),
         }
     }
 
@@ -101,23 +135,22 @@ impl SendList {
         false
     }
 
-    /// Sets WR `i` to `op` on `len` bytes of `mr` at `offset` (setup time).
+    /// Sets WR `i` to `op` on `len` bytes of `mr` at `offset`, as its one SGE
+    /// (setup time).
     pub fn set(&mut self, i: usize, op: SendOp, mr: &Arc<MemoryRegion>, offset: usize, len: u32) {
         assert!(
             offset + len as usize <= mr.len(),
             "WR {i}: {len} bytes at {offset} do not fit a {}-byte MR",
             mr.len()
         );
-        if !self.mrs.iter().any(|m| Arc::ptr_eq(m, mr)) {
-            self.mrs.push(mr.clone());
-        }
-        self.sges[i] = ffi::ibv_sge {
+        self.held.add_mr(mr);
+        self.sges[i * self.sges_per_wr] = ffi::ibv_sge {
             addr: mr.addr() + offset as u64,
             length: len,
             lkey: mr.lkey(),
         };
-        self.room[i] = (mr.len() - offset) as u32;
         let wr = &mut self.wrs[i];
+        wr.num_sge = 1;
         use ffi::ibv_wr_opcode::*;
         let (opcode, imm) = match op {
             SendOp::Write { remote_addr, rkey } => {
@@ -174,11 +207,32 @@ impl SendList {
         }
     }
 
+    /// Makes `len` bytes of `mr` at `offset` SGE `j` (≥ 1) of WR `i`, after
+    /// `set` gave it SGE 0; the WR then gathers SGEs `0..=j` (setup time).
+    pub fn set_sge(&mut self, i: usize, j: usize, mr: &Arc<MemoryRegion>, offset: usize, len: u32) {
+        assert!(
+            (1..self.sges_per_wr).contains(&j),
+            "WR {i}: SGE {j} outside 1..{}",
+            self.sges_per_wr
+        );
+        assert!(
+            offset + len as usize <= mr.len(),
+            "WR {i} SGE {j}: {len} bytes at {offset} do not fit a {}-byte MR",
+            mr.len()
+        );
+        self.held.add_mr(mr);
+        self.sges[i * self.sges_per_wr + j] = ffi::ibv_sge {
+            addr: mr.addr() + offset as u64,
+            length: len,
+            lkey: mr.lkey(),
+        };
+        let wr = &mut self.wrs[i];
+        wr.num_sge = wr.num_sge.max(j as i32 + 1);
+    }
+
     /// Addresses WR `i` to a UD peer (setup time).
     pub fn set_ud_dest(&mut self, i: usize, ah: &Arc<AddressHandle>, qpn: u32, qkey: u32) {
-        if !self.ahs.iter().any(|a| Arc::ptr_eq(a, ah)) {
-            self.ahs.push(ah.clone());
-        }
+        self.held.add_ah(ah);
         self.wrs[i].wr.ud = ffi::ud_t {
             ah: ah.raw(),
             remote_qpn: qpn,
@@ -207,25 +261,6 @@ impl SendList {
         self.wrs[i].wr_id = id;
     }
 
-    /// Changes the payload length of WR `i` (bounded by what its MR holds).
-    #[inline(always)]
-    pub fn set_len(&mut self, i: usize, len: u32) {
-        assert!(len <= self.room[i], "WR {i}: length {len} exceeds its MR");
-        self.sges[i].length = len;
-    }
-
-    /// Moves the remote address of an RDMA/atomic WR (e.g. to another slot).
-    #[inline(always)]
-    pub fn set_remote_addr(&mut self, i: usize, remote_addr: u64) {
-        match self.wrs[i].opcode {
-            ffi::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD
-            | ffi::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP => {
-                self.wrs[i].wr.atomic.remote_addr = remote_addr;
-            }
-            _ => self.wrs[i].wr.rdma.remote_addr = remote_addr,
-        }
-    }
-
     /// Sets the compare and swap operands of a CAS WR.
     #[inline(always)]
     pub fn set_compare_swap(&mut self, i: usize, compare: u64, swap: u64) {
@@ -233,16 +268,40 @@ impl SendList {
         self.wrs[i].wr.atomic.swap = swap;
     }
 
+    pub(crate) fn held(&mut self) -> &mut Held {
+        &mut self.held
+    }
+
+    /// Links the chain afresh from the slices' base pointers and returns its
+    /// first WR, for `ibv_post_send` (see the module doc).
+    #[inline(always)]
     pub(crate) fn head(&mut self) -> *mut ffi::ibv_send_wr {
-        self.wrs.as_mut_ptr()
+        let n = self.wrs.len();
+        let wr_base = self.wrs.as_mut_ptr();
+        let sge_base = self.sges.as_mut_ptr();
+        for i in 0..n {
+            // SAFETY: i < n = wrs.len() and i * sges_per_wr < sges.len(); both
+            // pointers derive from the base pointers taken above, after every
+            // write through the boxes.
+            unsafe {
+                let wr = wr_base.add(i);
+                (*wr).sg_list = sge_base.add(i * self.sges_per_wr);
+                (*wr).next = if i + 1 < n {
+                    wr_base.add(i + 1)
+                } else {
+                    std::ptr::null_mut()
+                };
+            }
+        }
+        wr_base
     }
 }
 
-/// A chain of receive WRs posted with one `ibv_post_recv`.
+/// A chain of receive WRs posted with one `ibv_post_recv`, one SGE each.
 pub struct RecvList {
     wrs: Box<[ffi::ibv_recv_wr]>,
-    _sges: Box<[ffi::ibv_sge]>,
-    _mr: Arc<MemoryRegion>,
+    sges: Box<[ffi::ibv_sge]>,
+    held: Held,
 }
 
 // SAFETY: as for SendList.
@@ -264,14 +323,21 @@ impl RecvList {
             "{len} receive slots of {slot} bytes do not fit a {}-byte MR",
             mr.len()
         );
-        let mut sges: Box<[ffi::ibv_sge]> = (0..len)
+        let sges = (0..len)
             .map(|i| ffi::ibv_sge {
                 addr: mr.addr() + (offset + i * slot as usize) as u64,
                 length: slot,
                 lkey: mr.lkey(),
             })
             .collect();
-        let mut wrs: Box<[ffi::ibv_recv_wr]> = (0..len)
+        let mut held = Held::default();
+        held.add_mr(mr);
+        Self::from_parts(sges, first_id, held)
+    }
+
+    /// One receive WR per SGE in `sges` (which must point into `held`'s MRs).
+    fn from_parts(sges: Box<[ffi::ibv_sge]>, first_id: u64, held: Held) -> Self {
+        let wrs = (0..sges.len())
             .map(|i| ffi::ibv_recv_wr {
                 wr_id: first_id + i as u64,
                 next: std::ptr::null_mut(),
@@ -279,19 +345,7 @@ impl RecvList {
                 num_sge: 1,
             })
             .collect();
-        let base = wrs.as_mut_ptr();
-        for i in 0..len {
-            wrs[i].sg_list = &mut sges[i];
-            if i + 1 < len {
-                // SAFETY: i + 1 < len, inside the boxed slice.
-                wrs[i].next = unsafe { base.add(i + 1) };
-            }
-        }
-        Self {
-            wrs,
-            _sges: sges,
-            _mr: mr.clone(),
-        }
+        Self { wrs, sges, held }
     }
 
     pub fn len(&self) -> usize {
@@ -302,7 +356,108 @@ impl RecvList {
         false
     }
 
+    pub(crate) fn held(&mut self) -> &mut Held {
+        &mut self.held
+    }
+
+    /// Links the chain afresh from the slices' base pointers and returns its
+    /// first WR, for `ibv_post_recv` (see the module doc).
+    #[inline(always)]
     pub(crate) fn head(&mut self) -> *mut ffi::ibv_recv_wr {
-        self.wrs.as_mut_ptr()
+        let n = self.wrs.len();
+        let wr_base = self.wrs.as_mut_ptr();
+        let sge_base = self.sges.as_mut_ptr();
+        for i in 0..n {
+            // SAFETY: i < n = wrs.len() = sges.len(); both pointers derive from
+            // the base pointers taken above.
+            unsafe {
+                let wr = wr_base.add(i);
+                (*wr).sg_list = sge_base.add(i);
+                (*wr).next = if i + 1 < n {
+                    wr_base.add(i + 1)
+                } else {
+                    std::ptr::null_mut()
+                };
+            }
+        }
+        wr_base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Walks a linked chain from `head` and returns (WR, SGE) addresses.
+    fn walk_send(head: *mut ffi::ibv_send_wr) -> Vec<(usize, usize, i32)> {
+        let mut out = Vec::new();
+        let mut p = head;
+        while !p.is_null() {
+            // SAFETY: `p` is `head` or a `next` of a list that outlives this walk.
+            let wr = unsafe { &*p };
+            out.push((p as usize, wr.sg_list as usize, wr.num_sge));
+            p = wr.next;
+        }
+        out
+    }
+
+    #[test]
+    fn send_list_head_links_each_wr_to_the_next_and_to_its_own_sges() {
+        for (len, per) in [(1, 1), (4, 1), (3, 2), (5, 3)] {
+            let mut list = SendList::with_sges(len, per);
+            // Setters write through the boxes in between posts.
+            for i in 0..len {
+                list.set_signaled(i, i % 2 == 0);
+                list.set_wr_id(i, 100 + i as u64);
+            }
+            let head = list.head();
+            let chain = walk_send(head);
+            let wr0 = list.wrs.as_ptr() as usize;
+            let sge0 = list.sges.as_ptr() as usize;
+            let (wsz, ssz) = (
+                std::mem::size_of::<ffi::ibv_send_wr>(),
+                std::mem::size_of::<ffi::ibv_sge>(),
+            );
+            assert_eq!(chain.len(), len, "chain ends after the last WR");
+            assert_eq!(head as usize, wr0);
+            for (i, &(wr, sge, num)) in chain.iter().enumerate() {
+                assert_eq!(wr, wr0 + i * wsz, "WR {i} is element {i}");
+                assert_eq!(sge, sge0 + i * per * ssz, "WR {i} gathers its own SGEs");
+                assert_eq!(num, 1);
+            }
+            assert_eq!(list.wrs[0].wr_id, 100);
+            // Re-linking is idempotent.
+            assert_eq!(walk_send(list.head()), chain);
+        }
+    }
+
+    #[test]
+    fn recv_list_head_links_each_wr_to_the_next_and_to_its_own_sge() {
+        let sges: Box<[ffi::ibv_sge]> = (0..4u64)
+            .map(|i| ffi::ibv_sge {
+                addr: 0x1000 + i * 64,
+                length: 64,
+                lkey: 7,
+            })
+            .collect();
+        let mut list = RecvList::from_parts(sges, 10, Held::default());
+        let mut p = list.head();
+        let mut seen = 0;
+        while !p.is_null() {
+            // SAFETY: `p` walks the chain of `list`, alive here.
+            let wr = unsafe { &*p };
+            // SAFETY: sg_list points at this WR's SGE inside `list`.
+            let sge = unsafe { &*wr.sg_list };
+            assert_eq!(wr.wr_id, 10 + seen);
+            assert_eq!(
+                sge.addr,
+                0x1000 + seen * 64,
+                "WR {seen} points at its own SGE"
+            );
+            assert_eq!(wr.num_sge, 1);
+            seen += 1;
+            p = wr.next;
+        }
+        assert_eq!(seen, 4);
     }
 }
