@@ -10,6 +10,14 @@ use serde::{Deserialize, Serialize};
 /// could not be read at both edges are absent (never reported as 0).
 pub type CounterDeltas = BTreeMap<String, u64>;
 
+/// Who the other side of a run is, as its handshake said (loopback: this
+/// host and device).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PeerInfo {
+    pub host: String,
+    pub device: String,
+}
+
 /// Figures of one issuing thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ThreadFigure {

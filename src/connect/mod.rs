@@ -8,7 +8,7 @@ pub mod protocol;
 mod tcp;
 
 pub use local::{local_pair, local_pair_named, LocalChannel};
-pub use protocol::{accept, check_version, expect, hello, refuse, unexpected, Deadlines};
+pub use protocol::{accept, check_version, expect, hello, refuse, unexpected, Accepted, Deadlines};
 pub use tcp::{TcpChannel, MAX_FRAME};
 
 use std::time::Duration;
@@ -41,6 +41,9 @@ pub enum Message {
         version: u32,
         endpoint: Option<Endpoint>,
         device: String,
+        /// The server's host name, so results name both sides.
+        #[serde(default)]
+        host: String,
     },
     /// Either side: cannot run this; `reason` says which parameter and why.
     Refuse { reason: String },

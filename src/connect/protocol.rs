@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::{Control, Message, PROTOCOL_VERSION};
 use crate::error::{Error, Result};
+use crate::report::PeerInfo;
 use crate::spec::TestSpec;
 use crate::verbs::Endpoint;
 
@@ -100,28 +101,46 @@ pub fn check_version(peer: &str, theirs: u32) -> Result<()> {
     Ok(())
 }
 
-/// Client side of the handshake: sends the `Hello` and waits for `Accept`;
-/// returns the server's endpoint (latency tests carry one).
+/// What the server said when it accepted a test.
+pub struct Accepted {
+    /// The server's QP and buffer (latency tests).
+    pub endpoint: Option<Endpoint>,
+    pub peer: PeerInfo,
+}
+
+/// Client side of the handshake: sends the `Hello` and waits for `Accept`.
 pub fn hello(
     ctl: &mut dyn Control,
     spec: TestSpec,
     endpoint: Option<Endpoint>,
     timeout: Duration,
-) -> Result<Option<Endpoint>> {
+) -> Result<Accepted> {
     ctl.send(&Message::Hello {
         version: PROTOCOL_VERSION,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         spec,
         endpoint,
     })?;
-    let (version, endpoint) = expect(ctl, "accept", timeout, |m| match m {
+    let (version, accepted) = expect(ctl, "accept", timeout, |m| match m {
         Message::Accept {
-            version, endpoint, ..
-        } => Some((*version, *endpoint)),
+            version,
+            endpoint,
+            device,
+            host,
+        } => Some((
+            *version,
+            Accepted {
+                endpoint: *endpoint,
+                peer: PeerInfo {
+                    host: std::mem::take(host),
+                    device: std::mem::take(device),
+                },
+            },
+        )),
         _ => None,
     })?;
     check_version(&ctl.peer(), version)?;
-    Ok(endpoint)
+    Ok(accepted)
 }
 
 /// Server side of the handshake: accepts the test.
@@ -130,5 +149,13 @@ pub fn accept(ctl: &mut dyn Control, endpoint: Option<Endpoint>, device: &str) -
         version: PROTOCOL_VERSION,
         endpoint,
         device: device.to_string(),
+        host: local_host(),
     })
+}
+
+/// This host's name, as the kernel has it.
+pub fn local_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }

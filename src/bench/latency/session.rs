@@ -4,6 +4,7 @@
 use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
+use crate::report::PeerInfo;
 use crate::spec::{LatencySpec, TestSpec};
 use crate::stats::LatencyRecorder;
 use crate::verbs::Endpoint;
@@ -21,6 +22,8 @@ pub struct PointOutcome<'a> {
     /// Messages the server counted (SEND and ping-pong); `None` where the server is passive.
     pub server_received: Option<u64>,
     pub samples: &'a LatencyRecorder,
+    /// The server's host and device, as its handshake said.
+    pub peer: &'a PeerInfo,
 }
 
 /// Checks `spec` against the device behind `port`; returns the inline room
@@ -57,13 +60,13 @@ pub fn run_client(
     let d = deadlines(spec);
     let room = check_against_device(spec, port)?;
     let unconnected = UnconnectedSide::new(port, spec, Role::Client, room)?;
-    let remote = hello(
+    let accepted = hello(
         ctl,
         TestSpec::Latency(spec.clone()),
         Some(unconnected.endpoint()),
         d.reply(),
-    )?
-    .ok_or_else(|| Error::Peer {
+    )?;
+    let remote = accepted.endpoint.ok_or_else(|| Error::Peer {
         peer: ctl.peer(),
         what: "accepted a latency test without an endpoint".into(),
     })?;
@@ -90,6 +93,7 @@ pub fn run_client(
             client,
             server_received: server_counts.then_some(received),
             samples: &rec,
+            peer: &accepted.peer,
         })?;
     }
     ctl.send(&Message::Bye)?;

@@ -6,7 +6,7 @@
 use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
-use crate::report::{ClientFigure, DriverReport};
+use crate::report::{ClientFigure, DriverReport, PeerInfo};
 use crate::spec::{DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
@@ -35,6 +35,8 @@ pub struct TputOutcome {
     /// Whether the client's WRs were posted inline (echo: as the client's
     /// request QPs decided; otherwise as asked).
     pub inline: bool,
+    /// The server's host and device, as its handshake said.
+    pub peer: PeerInfo,
 }
 
 /// The device limits `spec` is checked against: inline limits are probed
@@ -121,7 +123,7 @@ pub fn run_tput_client(
 ) -> Result<()> {
     spec.validate_device(&device_limits(spec, port)?)?;
     let d = deadlines(spec);
-    hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?;
+    let peer = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?.peer;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
         let ctx = PointCtx::new(spec, p, clock, &port.counters);
@@ -176,6 +178,7 @@ pub fn run_tput_client(
             group: counted.group,
             verify_failures,
             inline,
+            peer: peer.clone(),
         })?;
     }
     ctl.send(&Message::Bye)?;
