@@ -27,7 +27,11 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
     };
     format!(
         "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped",
-        if spec.inline { "inline" } else { "not inline" },
+        match (spec.verb, spec.inline) {
+            (VerbKind::Echo, _) => "inline whenever the payload fits the QP's max_inline",
+            (_, true) => "inline",
+            (_, false) => "not inline",
+        },
         spec.transport.name().to_uppercase(),
         spec.warmup
     )
@@ -47,7 +51,7 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
         ),
         Direction::Outbound => format!("outbound {verb}: the server issues to every client QP, round-robin"),
         Direction::Echo => format!(
-            "echo: clients keep --window requests in flight per QP ({} request, {} response); the server answers each; ops = completed round trips",
+            "echo: clients keep --window requests in flight per QP ({} requests, inline when they fit, signaled once every S; {} responses); the server answers each; ops = completed round trips",
             match spec.req {
                 EchoVerb::Write => "WRITE",
                 EchoVerb::Send => "SEND",
