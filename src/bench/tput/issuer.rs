@@ -57,6 +57,18 @@ impl IssuerSet {
     }
 }
 
+/// Gives WR `j` of QP `q`'s postlist its sequence number `seq`, its
+/// signaled flag and (chained CAS) the operands of the `seq`-th CAS.
+#[inline(always)]
+fn stamp(list: &mut SendList, j: usize, q: usize, seq: u64, signaled: bool, chain_cas: bool) {
+    list.set_signaled(j, signaled);
+    list.set_wr_id(j, WrId::pack(q, seq));
+    if chain_cas {
+        let (compare, swap) = atomic_operands(seq - 1);
+        list.set_compare_swap(j, compare, swap);
+    }
+}
+
 /// Runs the issuing threads of a point; returns what they measured.
 pub fn run_issuer(sets: &mut [IssuerSet], ctx: &PointCtx<'_>) -> Result<DriverReport> {
     run_threads(sets, |t, set, barrier| issue_thread(t, set, ctx, barrier))
@@ -135,12 +147,7 @@ fn issue_thread(
                     if signaled {
                         last_signaled[q] = seq;
                     }
-                    list.set_signaled(j as usize, signaled);
-                    list.set_wr_id(j as usize, WrId::pack(q, seq));
-                    if chain_cas {
-                        let (compare, swap) = atomic_operands(seq - 1);
-                        list.set_compare_swap(j as usize, compare, swap);
-                    }
+                    stamp(list, j as usize, q, seq, signaled, chain_cas);
                 }
                 set.qps[q].post_send(list)?;
                 tx.posted[q] += pl;
@@ -165,12 +172,7 @@ fn issue_thread(
         if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
             for j in 0..pl {
                 let seq = tx.posted[q] + j + 1;
-                list.set_signaled(j as usize, j + 1 == pl);
-                list.set_wr_id(j as usize, WrId::pack(q, seq));
-                if chain_cas {
-                    let (compare, swap) = atomic_operands(seq - 1);
-                    list.set_compare_swap(j as usize, compare, swap);
-                }
+                stamp(list, j as usize, q, seq, j + 1 == pl, chain_cas);
             }
             set.qps[q].post_send(list)?;
             tx.posted[q] += pl;
