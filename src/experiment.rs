@@ -107,8 +107,7 @@ impl Ctx<'_> {
 
 pub fn load(path: &Path) -> Result<Experiment> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("{file}: cannot read: {e}")))?;
+    let text = crate::input::read_text(path, crate::input::MAX_EXPERIMENT_BYTES)?;
     parse(&file, &text)
 }
 

@@ -14,6 +14,7 @@ pub mod device_name;
 pub mod error;
 pub mod experiment;
 pub mod export;
+pub mod input;
 #[cfg(feature = "mpi")]
 pub mod mpi_boot;
 pub mod output;

@@ -4,6 +4,7 @@
 
 mod common;
 use common::{run, text};
+use std::path::Path;
 
 #[test]
 fn bad_input_exits_2_with_one_line_naming_the_option() {
@@ -185,4 +186,163 @@ fn bad_experiment_files_exit_2_naming_file_line_and_key() {
     let missing = run(&["run", "/nonexistent/x.toml"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(text(&missing).1.contains("/nonexistent/x.toml"));
+}
+
+/// A direct (non-MPI) experiment: loading it needs no device.
+const DIRECT_TOML: &str = "name = \"t\"\n[[series]]\nverb = \"write\"\n";
+
+#[test]
+fn special_files_as_input_are_refused_without_blocking() {
+    let dir = common::scratch("special-in");
+    let d = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let good = common::results_file(&dir, "good.json", |_| {});
+    let good = good.to_str().unwrap();
+    let cfg = d("direct.toml");
+    std::fs::write(&cfg, DIRECT_TOML).unwrap();
+    let fifo = d("fifo");
+    common::mkfifo(Path::new(&fifo));
+    let link_to_fifo = d("link-to-fifo");
+    std::os::unix::fs::symlink(&fifo, &link_to_fifo).unwrap();
+    let sock = d("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let big_cfg = d("big.toml");
+    std::fs::File::create(&big_cfg)
+        .unwrap()
+        .set_len(2 << 20)
+        .unwrap();
+    let big_json = d("big.json");
+    std::fs::File::create(&big_json)
+        .unwrap()
+        .set_len(300 << 20)
+        .unwrap();
+    let binary = d("binary.toml");
+    std::fs::write(&binary, b"name = \"\xff\xfe\"\n").unwrap();
+    let subdir = d("subdir");
+    std::fs::create_dir(&subdir).unwrap();
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["run", &fifo], &[&fifo, "named pipe"]),
+        (&["run", &link_to_fifo], &[&link_to_fifo, "named pipe"]),
+        (&["compare", &fifo, good], &[&fifo, "named pipe"]),
+        (&["compare", good, &fifo], &[&fifo, "named pipe"]),
+        (
+            &["run", &cfg, "--resume", &fifo],
+            &["--resume", "named pipe"],
+        ),
+        (&["run", "/dev/zero"], &["/dev/zero", "character device"]),
+        (
+            &["run", "/dev/urandom"],
+            &["/dev/urandom", "character device"],
+        ),
+        (&["run", "/dev/null"], &["/dev/null", "character device"]),
+        (
+            &["compare", "/dev/zero", good],
+            &["/dev/zero", "character device"],
+        ),
+        (
+            &["run", &cfg, "--resume", "/dev/urandom"],
+            &["--resume", "character device"],
+        ),
+        (&["run", &subdir], &[&subdir, "directory"]),
+        (&["compare", good, &subdir], &[&subdir, "directory"]),
+        (&["run", &sock], &[&sock, "socket"]),
+        (&["compare", &sock, good], &[&sock, "socket"]),
+        (&["run", &big_cfg], &[&big_cfg, "limit of 1048576 bytes"]),
+        (
+            &["compare", good, &big_json],
+            &[&big_json, "limit of 268435456 bytes"],
+        ),
+        (&["run", &binary], &[&binary, "not UTF-8"]),
+    ];
+    for (args, needles) in cases {
+        common::refused(args, needles);
+    }
+}
+
+#[test]
+fn foreign_results_files_are_refused_naming_file_and_field() {
+    let dir = common::scratch("foreign");
+    let good = common::results_file(&dir, "good.json", |_| {});
+    let good = good.to_str().unwrap().to_string();
+    let cfg = dir.join("direct.toml");
+    std::fs::write(&cfg, DIRECT_TOML).unwrap();
+    let cfg = cfg.to_str().unwrap().to_string();
+    let set = |k: &'static str, v: serde_json::Value| move |doc: &mut serde_json::Value| doc[k] = v;
+    let drop_key = |k: &'static str| {
+        move |doc: &mut serde_json::Value| {
+            doc.as_object_mut().unwrap().remove(k);
+        }
+    };
+    use serde_json::json;
+    type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+    let files: Vec<(&str, Edit, &str)> = vec![
+        (
+            "v2.json",
+            Box::new(set("schema_version", json!(2))),
+            "schema_version",
+        ),
+        (
+            "v0.json",
+            Box::new(set("schema_version", json!(0))),
+            "schema_version",
+        ),
+        (
+            "vneg.json",
+            Box::new(set("schema_version", json!(-1))),
+            "schema_version",
+        ),
+        (
+            "vstr.json",
+            Box::new(set("schema_version", json!("1"))),
+            "schema_version",
+        ),
+        (
+            "vfloat.json",
+            Box::new(set("schema_version", json!(1.5))),
+            "schema_version",
+        ),
+        (
+            "vnull.json",
+            Box::new(set("schema_version", json!(null))),
+            "schema_version",
+        ),
+        (
+            "vnone.json",
+            Box::new(drop_key("schema_version")),
+            "schema_version",
+        ),
+        (
+            "perftest.json",
+            Box::new(set("tool", json!("perftest"))),
+            "tool",
+        ),
+        (
+            "upper.json",
+            Box::new(set("tool", json!("RDMA-BENCH"))),
+            "tool",
+        ),
+        ("empty-tool.json", Box::new(set("tool", json!(""))), "tool"),
+        ("num-tool.json", Box::new(set("tool", json!(42))), "tool"),
+        ("no-tool.json", Box::new(drop_key("tool")), "tool"),
+    ];
+    for (name, f, field) in files {
+        let path = common::results_file(&dir, name, f);
+        let p = path.to_str().unwrap();
+        common::refused(&["compare", &good, p], &[p, field]);
+        common::refused(&["compare", p, &good], &[p, field]);
+        common::refused(&["run", &cfg, "--resume", p], &["--resume", p, field]);
+    }
+    for (name, body) in [
+        ("array.json", "[]"),
+        ("text.json", "hello"),
+        ("empty.json", ""),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        let p = path.to_str().unwrap();
+        common::refused(
+            &["compare", &good, p],
+            &[p, "not an rdma-bench results file"],
+        );
+    }
 }

@@ -86,15 +86,9 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     }
 }
 
+/// Reads one input file (see `results::load`).
 pub fn load(path: &Path) -> Result<ResultsDoc> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
-        Error::usage(format!(
-            "{}: not an rdma-bench results file: {e}",
-            path.display()
-        ))
-    })
+    crate::results::load(path)
 }
 
 pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
