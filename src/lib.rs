@@ -12,12 +12,14 @@ pub mod cmd;
 pub mod connect;
 pub mod device_name;
 pub mod error;
+pub mod escape;
 pub mod experiment;
 pub mod export;
 pub mod input;
 #[cfg(feature = "mpi")]
 pub mod mpi_boot;
 pub mod output;
+pub mod output_target;
 pub mod results;
 pub mod spec;
 pub mod stats;
