@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::spec::{AtomicOp, EchoVerb};
+use crate::spec::{AtomicOp, EchoVerb, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -80,13 +81,15 @@ pub struct CompareArgs {
 #[derive(Debug, Args, Clone)]
 pub struct DeviceArgs {
     /// RDMA device (default: $RDMA_BENCH_DEVICE, else the first with an active port).
-    #[arg(short = 'd', long)]
+    #[arg(short = 'd', long, value_parser = device_name)]
     pub device: Option<String>,
-    /// Port of the device.
-    #[arg(short = 'i', long, default_value_t = 1)]
+    /// Port of the device (ports are numbered from 1).
+    #[arg(short = 'i', long, default_value_t = 1, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u8).range(1..))]
     pub ib_port: u8,
     /// GID index (default: an IPv4-mapped RoCE v2 GID on Ethernet, index 0 on InfiniBand).
-    #[arg(short = 'x', long)]
+    #[arg(short = 'x', long, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u32).range(0..=255))]
     pub gid_index: Option<u32>,
 }
 
@@ -105,13 +108,14 @@ pub struct ServeArgs {
     #[arg(long, default_value = "0.0.0.0")]
     pub bind: String,
     /// TCP port to listen on.
-    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
+    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// Clients served at the same time; more are refused.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
     pub max_clients: usize,
     /// Seconds a client may stay silent during the handshake.
-    #[arg(long, default_value_t = 30.0)]
+    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
 }
 
@@ -123,7 +127,7 @@ pub struct TestArgs {
     #[command(flatten)]
     pub device: DeviceArgs,
     /// Payload sizes in bytes: a list (2,64,1024) or a power-of-two range (2..4096).
-    #[arg(short = 's', long, value_name = "SIZES")]
+    #[arg(short = 's', long, value_name = "SIZES", allow_negative_numbers = true)]
     pub size: Option<String>,
     /// Measured iterations per size (after warm-up; default 10000); throughput: WRs per QP.
     #[arg(short = 'n', long, allow_negative_numbers = true)]
@@ -171,19 +175,25 @@ pub struct TestArgs {
     #[arg(long, value_name = "DIRECTION", num_args = 0..=1, default_missing_value = "")]
     pub tput: Option<String>,
     /// Throughput: one signaled WR every S (1 = all signaled); a list sweeps.
-    #[arg(short = 'S', long, value_name = "S", default_value = "64")]
+    #[arg(
+        short = 'S',
+        long,
+        value_name = "S",
+        default_value = "64",
+        allow_negative_numbers = true
+    )]
     pub signal_period: String,
     /// Throughput: QPs per thread (and per server thread for outbound); a list sweeps.
-    #[arg(short = 'q', long, default_value = "1")]
+    #[arg(short = 'q', long, default_value = "1", allow_negative_numbers = true)]
     pub qps: String,
     /// Throughput: WRs chained per ibv_post_send (doorbell batching); a list sweeps.
-    #[arg(long, default_value = "1")]
+    #[arg(long, default_value = "1", allow_negative_numbers = true)]
     pub postlist: String,
     /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps.
-    #[arg(long, default_value = "128")]
+    #[arg(long, default_value = "128", allow_negative_numbers = true)]
     pub window: String,
     /// Throughput: issuing threads; a list sweeps.
-    #[arg(long, default_value = "1")]
+    #[arg(long, default_value = "1", allow_negative_numbers = true)]
     pub threads: String,
     /// Throughput: seconds of warm-up before each point's measured window.
     #[arg(
@@ -200,6 +210,101 @@ pub struct TestArgs {
     #[arg(long, value_enum, default_value_t = EchoVerb::Send)]
     pub resp: EchoVerb,
     /// Throughput with --connect: this many client processes start and stop together.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
+    /// The options given on the command line (clap ids such as `signal_period`),
+    /// not defaults: each must apply to the run (see `inapplicable`).
+    #[arg(skip)]
+    pub given: Vec<String>,
+}
+
+/// `-d`: a device name as the kernel spells them (at most 64 printable
+/// characters, no `/`), refused here rather than looked up.
+fn device_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("empty device name".into());
+    }
+    if s.len() > 64 || s.contains('/') || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(
+            "not a device name (at most 64 characters, no '/', spaces or control characters)"
+                .into(),
+        );
+    }
+    Ok(s.to_string())
+}
+
+/// Parses a command line, and records in the measuring commands' `given`
+/// which options the user gave (clap's value source, not defaults).
+pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = Cli::command().try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let (
+        Some((_, sub)),
+        Command::Read(a)
+        | Command::Write(a)
+        | Command::Send(a)
+        | Command::Echo(a)
+        | Command::Atomic(a),
+    ) = (matches.subcommand(), &mut cli.command)
+    {
+        a.given = given(sub);
+    }
+    Ok(cli)
+}
+
+fn given(m: &ArgMatches) -> Vec<String> {
+    m.ids()
+        .map(|id| id.as_str())
+        .filter(|id| m.try_contains_id(id).unwrap_or(false))
+        .filter(|id| matches!(m.value_source(id), Some(ValueSource::CommandLine)))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Where an option of the measuring commands applies, when it does not
+/// apply to this run (`id` is clap's id, `signal_period` for
+/// `--signal-period`): "--window applies only with --tput".
+pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str> {
+    use VerbKind::*;
+    let write_or_send = matches!(verb, Write | Send);
+    match id {
+        "signal_period" | "qps" | "postlist" | "window" | "threads" | "warmup_time" | "group"
+            if !tput =>
+        {
+            Some("with --tput")
+        }
+        "warmup" if tput => Some("without --tput (throughput warms up for --warmup-time)"),
+        "completion" if tput || !write_or_send => Some("to write and send latency runs"),
+        "req" | "resp" if !(tput && verb == Echo) => Some("with echo --tput"),
+        "op" if verb != Atomic => Some("to atomic"),
+        "imm" if tput && verb != Send => Some("to send with --tput"),
+        "imm" if !write_or_send => Some("to write and send"),
+        "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
+        _ => None,
+    }
+}
+
+/// A clap error in one line: what is wrong, naming the option and the
+/// argument names (a missing argument keeps its `<NAME>`), without the usage.
+pub fn one_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let mut out = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(line);
+    }
+    if out.is_empty() {
+        "error: bad arguments".into()
+    } else {
+        out
+    }
 }

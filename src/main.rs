@@ -1,41 +1,41 @@
 #![deny(unsafe_code)]
 
-use clap::Parser;
+use std::io::Write;
 
-use rdma_bench::cli::{Cli, Command};
+use rdma_bench::cli::{self, Command};
 use rdma_bench::cmd;
+use rdma_bench::escape::printable;
+use rdma_bench::output::is_closed_stdout;
 use rdma_bench::spec::VerbKind;
 
+/// Says `msg` on stderr (best effort: stderr may be closed too) and exits.
+fn fail(msg: &str, code: i32) -> ! {
+    let _ = writeln!(std::io::stderr(), "{}", printable(msg));
+    std::process::exit(code)
+}
+
 fn main() {
-    let cli = match Cli::try_parse() {
+    let cli = match cli::parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                let _ = e.print();
-                std::process::exit(
-                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
-                    } else {
-                        0
-                    },
-                );
+            let code = match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
+                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 2,
+                // One line that names the option and what is wrong.
+                _ => fail(&cli::one_line(&e), 2),
+            };
+            if let Err(w) = e.print() {
+                if w.kind() == std::io::ErrorKind::BrokenPipe {
+                    std::process::exit(code);
+                }
+                fail(&format!("error: writing to stdout: {w}"), 1);
             }
-            // One line: clap's first line names the option and what is wrong.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("error: bad arguments");
-            eprintln!("{first}");
-            std::process::exit(2);
+            std::process::exit(code);
         }
     };
     if let Err(e) = rdma_bench::abort::stop_on_signals() {
-        eprintln!("error: cannot install signal handlers: {e}");
-        std::process::exit(1);
+        fail(&format!("error: cannot install signal handlers: {e}"), 1);
     }
     let result = match &cli.command {
         Command::Devices(a) => cmd::devices::run(a),
@@ -49,7 +49,10 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
     };
     if let Err(e) = result {
-        eprintln!("error: {e}");
-        std::process::exit(e.exit_code());
+        // Whoever read our output has stopped reading: end quietly (like ripgrep).
+        if is_closed_stdout(&e) {
+            std::process::exit(0);
+        }
+        fail(&format!("error: {e}"), e.exit_code());
     }
 }

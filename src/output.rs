@@ -1,10 +1,12 @@
 //! Everything a person sees: the explanation above a table, the table's rows,
 //! and the progress bar (stderr, only on a terminal, never with --quiet).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::error::{Error, Result};
 use crate::results::{LatencyRecord, Record, TputRecord};
 use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
 
@@ -72,9 +74,29 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
     format!("{how}; {window}; on {device}")
 }
 
+/// What a stdout write error says (`Error::Io`'s `what`).
+pub const STDOUT: &str = "writing to stdout";
+
+/// Writes one line to stdout. A failure is `Error::Io` with `what` =
+/// `STDOUT`: `main` ends quietly with exit 0 when stdout is a closed pipe
+/// (`| head`), and reports any other failure (a full disk) in one line.
+pub fn print_line(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{s}")
+        .and_then(|()| out.flush())
+        .map_err(|e| Error::io(STDOUT, e))
+}
+
+/// Whether `e` is stdout having been closed by its reader.
+pub fn is_closed_stdout(e: &Error) -> bool {
+    matches!(e, Error::Io { what, source } if what == STDOUT && source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
 pub struct Console {
     quiet: bool,
     bar: Option<ProgressBar>,
+    /// The first stdout write error; later lines are dropped, `check` reports it.
+    failed: Mutex<Option<(std::io::ErrorKind, String)>>,
 }
 
 impl Console {
@@ -87,14 +109,37 @@ impl Console {
             );
             bar
         });
-        Self { quiet, bar }
+        Self {
+            quiet,
+            bar,
+            failed: Mutex::new(None),
+        }
     }
 
     /// Prints through the bar (if any) so lines and bar do not tangle.
+    /// After a stdout write error nothing more is printed (see `check`).
     fn line(&self, s: &str) {
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if failed.is_some() {
+            return;
+        }
         match &self.bar {
             Some(bar) => bar.println(s),
-            None => println!("{s}"),
+            None => {
+                if let Err(Error::Io { source, .. }) = print_line(s) {
+                    *failed = Some((source.kind(), source.to_string()));
+                }
+            }
+        }
+    }
+
+    /// The first error writing the table to stdout, if any: a measuring run
+    /// calls this after saving each point, so a closed pipe ends it there.
+    pub fn check(&self) -> Result<()> {
+        let failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        match &*failed {
+            None => Ok(()),
+            Some((kind, msg)) => Err(Error::io(STDOUT, std::io::Error::new(*kind, msg.clone()))),
         }
     }
 

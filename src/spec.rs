@@ -80,14 +80,39 @@ pub struct LatencySpec {
     pub timeout_s: f64,
 }
 
+/// The one range check every numeric option goes through: refuses `value`
+/// outside `lo..=hi` (NaN included) with `--option value: must be lo..=hi`,
+/// as bad input (exit 2). `unit` follows the range, e.g. " seconds".
+pub fn check_range<T: PartialOrd + std::fmt::Debug>(
+    option: &str,
+    value: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<()> {
+    if value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "{option} {value:?}: must be {lo:?}..={hi:?}{unit}"
+        )))
+    }
+}
+
+/// Longest iteration count, warm-up count or WR count per QP.
+pub const MAX_ITERS: u64 = 1_000_000_000;
+/// Longest measured time per point, and longest wait on a peer (a day).
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// Shortest measured time per point: below a millisecond nothing is measured.
+pub const MIN_DURATION: f64 = 0.001;
+/// Longest throughput warm-up before a point's measured window.
+pub const MAX_WARMUP_SECONDS: f64 = 3600.0;
+/// Most client processes in one `--group`.
+pub const MAX_GROUP: u32 = 256;
+
 /// `--timeout`: long enough to be meaningful, short enough to be a bound.
 pub fn check_timeout(seconds: f64) -> Result<()> {
-    if !(0.1..=86_400.0).contains(&seconds) {
-        return Err(Error::usage(format!(
-            "--timeout {seconds}: must be between 0.1 and 86400 seconds"
-        )));
-    }
-    Ok(())
+    check_range("--timeout", seconds, 0.1, MAX_SECONDS, " seconds")
 }
 
 /// Payload bytes that a ping-pong needs at least: the last byte carries the marker.
@@ -155,34 +180,13 @@ impl LatencySpec {
                     "--size {s}: atomics always move {ATOMIC_SIZE} bytes (leave --size out)"
                 )));
             }
-            if !(MIN_SIZE..=MAX_SIZE).contains(&s) {
-                return Err(Error::usage(format!(
-                    "--size {s}: out of range {MIN_SIZE}..{MAX_SIZE}"
-                )));
-            }
+            check_range("--size", s, MIN_SIZE, MAX_SIZE, "")?;
         }
-        if self.iters == 0 {
-            return Err(Error::usage("--iters 0: need at least 1 iteration"));
-        }
-        if self.iters > 1_000_000_000 {
-            return Err(Error::usage(format!(
-                "--iters {}: exceeds the limit of 1000000000",
-                self.iters
-            )));
-        }
+        check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
         if let Some(d) = self.duration_s {
-            if !(d > 0.0 && d <= 86_400.0) {
-                return Err(Error::usage(format!(
-                    "--duration {d}: must be between 0 and 86400 seconds"
-                )));
-            }
+            check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
         }
-        if self.warmup > 1_000_000_000 {
-            return Err(Error::usage(format!(
-                "--warmup {}: exceeds the limit of 1000000000",
-                self.warmup
-            )));
-        }
+        check_range("--warmup", self.warmup, 0, MAX_ITERS, "")?;
         check_timeout(self.timeout_s)?;
         Ok(())
     }
@@ -463,30 +467,25 @@ impl TputSpec {
                 format!("--op: only atomic takes an operation, not {verb}")
             }));
         }
-        if !(self.duration_s > 0.0 && self.duration_s <= 86_400.0) {
-            return Err(Error::usage(format!(
-                "--duration {}: must be between 0 and 86400 seconds",
-                self.duration_s
-            )));
-        }
-        if !(self.warmup_s >= 0.0 && self.warmup_s <= 3600.0) {
-            return Err(Error::usage(format!(
-                "--warmup-time {}: must be between 0 and 3600 seconds",
-                self.warmup_s
-            )));
-        }
+        check_range(
+            "--duration",
+            self.duration_s,
+            MIN_DURATION,
+            MAX_SECONDS,
+            " seconds",
+        )?;
+        check_range(
+            "--warmup-time",
+            self.warmup_s,
+            0.0,
+            MAX_WARMUP_SECONDS,
+            " seconds",
+        )?;
         if let Some(n) = self.iters {
-            if n == 0 || n > 1_000_000_000 {
-                return Err(Error::usage(format!("--iters {n}: must be 1..1000000000")));
-            }
+            check_range("--iters", n, 1, MAX_ITERS, "")?;
         }
         check_timeout(self.timeout_s)?;
-        if self.group == 0 || self.group > 256 {
-            return Err(Error::usage(format!(
-                "--group {}: must be 1..256",
-                self.group
-            )));
-        }
+        check_range("--group", self.group, 1, MAX_GROUP, "")?;
         for p in &self.points {
             self.validate_point(p)?;
         }
@@ -525,24 +524,9 @@ impl TputSpec {
                 p.size
             )));
         }
-        if !(MIN_SIZE..=MAX_SIZE).contains(&p.size) {
-            return Err(Error::usage(format!(
-                "--size {}: out of range {MIN_SIZE}..{MAX_SIZE}",
-                p.size
-            )));
-        }
-        if p.qps == 0 || p.qps > MAX_QPS {
-            return Err(Error::usage(format!(
-                "--qps {}: must be 1..{MAX_QPS}",
-                p.qps
-            )));
-        }
-        if p.threads == 0 || p.threads > MAX_THREADS {
-            return Err(Error::usage(format!(
-                "--threads {}: must be 1..{MAX_THREADS}",
-                p.threads
-            )));
-        }
+        check_range("--size", p.size, MIN_SIZE, MAX_SIZE, "")?;
+        check_range("--qps", p.qps, 1, MAX_QPS, "")?;
+        check_range("--threads", p.threads, 1, MAX_THREADS, "")?;
         if p.total_qps() > MAX_QPS {
             return Err(Error::usage(format!(
                 "--qps {} x --threads {}: {} QPs exceed the limit of {MAX_QPS}",
@@ -551,21 +535,9 @@ impl TputSpec {
                 p.total_qps()
             )));
         }
-        if p.signal_period == 0 || p.signal_period > MAX_WINDOW {
-            return Err(Error::usage(format!(
-                "--signal-period {}: must be 1..{MAX_WINDOW}",
-                p.signal_period
-            )));
-        }
-        if p.postlist == 0 {
-            return Err(Error::usage("--postlist 0: must be at least 1"));
-        }
-        if p.window == 0 || p.window > MAX_WINDOW {
-            return Err(Error::usage(format!(
-                "--window {}: must be 1..{MAX_WINDOW}",
-                p.window
-            )));
-        }
+        check_range("--signal-period", p.signal_period, 1, MAX_WINDOW, "")?;
+        check_range("--postlist", p.postlist, 1, MAX_WINDOW, "")?;
+        check_range("--window", p.window, 1, MAX_WINDOW, "")?;
         if let Some(why) = p.combination_conflict() {
             return Err(Error::usage(why));
         }
@@ -793,5 +765,26 @@ mod tput_tests {
             .unwrap_err()
             .to_string()
             .contains("max_inline of rxe0 (512)"));
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::check_range;
+
+    #[test]
+    fn one_range_check_names_option_value_and_limits() {
+        check_range("--qps", 4u32, 1, 4096, "").unwrap();
+        let e = check_range("--qps", 0u32, 1, 4096, "").unwrap_err();
+        assert_eq!(e.to_string(), "--qps 0: must be 1..=4096");
+        assert_eq!(e.exit_code(), 2);
+        let e = check_range("--duration", f64::NAN, 0.001, 86_400.0, " seconds").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--duration NaN: must be 0.001..="),
+            "{e}"
+        );
+        let e = check_range("--duration", 1e-300, 0.001, 86_400.0, " seconds").unwrap_err();
+        assert!(e.to_string().starts_with("--duration 1e-300:"), "{e}");
     }
 }

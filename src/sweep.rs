@@ -2,11 +2,43 @@
 //! from 2 to 4096, like perftest `-a`), suffixes `k`/`m` (×1024, ×1024²), and
 //! mixtures such as `1..8,100`.
 
-/// Parses a list or power-of-two range of positive integers. The error says
-/// what was wrong, for the caller to prefix with the option name.
+/// The most points one invocation (or one experiment file, all series
+/// together) may measure; also the most values one list may hold.
+pub const MAX_POINTS: u64 = 10_000;
+
+/// Counts the points of a sweep, the product of each knob's number of
+/// values, without building them, and refuses more than `MAX_POINTS` with
+/// the count (exit 2): `knobs` pairs each option with its number of values.
+pub fn count_points(knobs: &[(&str, usize)]) -> crate::error::Result<u64> {
+    let total = knobs
+        .iter()
+        .try_fold(1u64, |acc, (_, n)| acc.checked_mul(*n as u64));
+    match total {
+        Some(n) if n <= MAX_POINTS => Ok(n),
+        _ => {
+            let swept: Vec<String> = knobs
+                .iter()
+                .filter(|(_, n)| *n != 1)
+                .map(|(o, n)| format!("{n} {o}"))
+                .collect();
+            Err(crate::error::Error::usage(format!(
+                "{} = {} points exceed the limit of {MAX_POINTS} per run",
+                swept.join(" x "),
+                total.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string())
+            )))
+        }
+    }
+}
+
+/// Parses a list or power-of-two range of positive integers (at most
+/// `MAX_POINTS` values). The error says what was wrong, for the caller to
+/// prefix with the option name.
 pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
     for part in text.split(',') {
+        if out.len() as u64 > MAX_POINTS {
+            return Err(format!("more than {MAX_POINTS} values"));
+        }
         let part = part.trim();
         if part.is_empty() {
             return Err(format!("empty item in '{text}'"));
@@ -39,11 +71,17 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
     }
     let mut seen = std::collections::HashSet::new();
     out.retain(|v| seen.insert(*v));
+    if out.len() as u64 > MAX_POINTS {
+        return Err(format!("more than {MAX_POINTS} values"));
+    }
     Ok(out)
 }
 
 fn parse_one(s: &str) -> Result<u32, String> {
     let s = s.trim();
+    if s.starts_with('-') && s[1..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        return Err(format!("'{s}' is negative (values start at 1)"));
+    }
     let (digits, mult) = match s.chars().last() {
         Some('k' | 'K') => (&s[..s.len() - 1], 1024u64),
         Some('m' | 'M') => (&s[..s.len() - 1], 1024 * 1024),
@@ -90,5 +128,26 @@ mod tests {
         assert!(parse_list("64..2").unwrap_err().contains("backwards"));
         assert!(parse_list("5000000k").unwrap_err().contains("too large"));
         assert!(parse_list("1,,2").unwrap_err().contains("empty"));
+        assert!(parse_list("-5").unwrap_err().contains("negative"));
+        let many: Vec<String> = (1..=20_000).map(|v| v.to_string()).collect();
+        assert!(parse_list(&many.join(","))
+            .unwrap_err()
+            .contains("more than 10000"));
+    }
+
+    #[test]
+    fn points_are_counted_without_building_them() {
+        use super::count_points;
+        assert_eq!(count_points(&[("--size", 12), ("--qps", 3)]).unwrap(), 36);
+        let e = count_points(&[("--size", 5000), ("--qps", 5000), ("--window", 1)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "5000 --size x 5000 --qps = 25000000 points exceed the limit of 10000 per run"
+        );
+        let huge = [("--size", usize::MAX); 3];
+        assert!(count_points(&huge)
+            .unwrap_err()
+            .to_string()
+            .contains("more than 2^64"));
     }
 }

@@ -11,7 +11,10 @@ use serde::Serialize;
 use crate::cli::CompareArgs;
 use crate::device_name::human_name;
 use crate::error::{Error, Result};
+use crate::escape::printable;
 use crate::export::write_atomically;
+use crate::output::print_line;
+use crate::output_target::Target;
 use crate::results::{Record, ResultsDoc};
 
 /// One file's identity in the comparison.
@@ -86,15 +89,9 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     }
 }
 
+/// Reads one input file (see `results::load`).
 pub fn load(path: &Path) -> Result<ResultsDoc> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("{}: cannot read: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
-        Error::usage(format!(
-            "{}: not an rdma-bench results file: {e}",
-            path.display()
-        ))
-    })
+    crate::results::load(path)
 }
 
 pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
@@ -163,29 +160,79 @@ fn fmt_value(figure: &str, v: Option<f64>) -> String {
     }
 }
 
+/// The column name of the `i`-th file: A..Z, then AA..ZZ, AAA.. (as spreadsheets).
+pub fn column(i: usize) -> String {
+    let mut n = i;
+    let mut out = Vec::new();
+    loop {
+        out.push(b'A' + (n % 26) as u8);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    out.reverse();
+    String::from_utf8(out).expect("ASCII letters")
+}
+
 pub fn run(args: &CompareArgs) -> Result<()> {
+    // Every output target first: before reading, comparing or printing anything.
+    let mut targets = Vec::new();
+    if let Some(p) = &args.json {
+        targets.push(Target {
+            option: "--json",
+            path: p,
+        });
+    }
+    if let Some(p) = &args.csv {
+        targets.push(Target {
+            option: "--csv",
+            path: p,
+        });
+    }
+    let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
+    crate::output_target::check(&targets, &inputs)?;
     let docs: Vec<(String, ResultsDoc)> = args
         .files
         .iter()
         .map(|p| Ok((p.display().to_string(), load(p)?)))
         .collect::<Result<_>>()?;
     let cmp = compare(&docs);
-    for (i, s) in cmp.sources.iter().enumerate() {
-        println!("# [{}] {} — {}", (b'A' + i as u8) as char, s.label, s.file);
+    // The files before the table: a reader that stops early (`| head`) loses nothing.
+    if let Some(p) = &args.json {
+        let mut bytes = serde_json::to_vec_pretty(&cmp).expect("comparisons serialise");
+        bytes.push(b'\n');
+        write_atomically(p, &bytes)?;
     }
-    println!("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]");
+    if let Some(p) = &args.csv {
+        write_atomically(p, &to_csv(&cmp)?)?;
+    }
+    print_table(&cmp)
+}
+
+/// The comparison on stdout; text from the files is printed escaped.
+fn print_table(cmp: &Comparison) -> Result<()> {
+    for (i, s) in cmp.sources.iter().enumerate() {
+        print_line(&format!(
+            "# [{}] {} — {}",
+            column(i),
+            printable(&s.label),
+            printable(&s.file)
+        ))?;
+    }
+    print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]")?;
     let mut header = format!("{:<70}", "point");
     for i in 0..cmp.sources.len() {
-        let c = (b'A' + i as u8) as char;
+        let c = column(i);
         header.push_str(&format!(" {:>14}", format!("[{c}]")));
         if i > 0 {
             header.push_str(&format!(" {:>8}", format!("{c}/A")));
         }
     }
-    println!("{header}");
-    let mut one_sided = 0;
+    print_line(&header)?;
+    let mut one_sided = 0usize;
     for row in &cmp.rows {
-        let mut line = format!("{:<70}", row.point);
+        let mut line = format!("{:<70}", printable(&row.point));
         for (i, v) in row.values.iter().enumerate() {
             line.push_str(&format!(" {:>14}", fmt_value(&row.figure, *v)));
             if i > 0 {
@@ -204,27 +251,18 @@ pub fn run(args: &CompareArgs) -> Result<()> {
                 .iter()
                 .enumerate()
                 .filter(|(_, v)| v.is_some())
-                .map(|(i, _)| ((b'A' + i as u8) as char).to_string())
+                .map(|(i, _)| column(i))
                 .collect();
             line.push_str(&format!("  only in {}", present.join(",")));
         }
-        println!("{line}");
+        print_line(&line)?;
     }
-    println!(
+    print_line(&format!(
         "# {} points, {} matched in every file, {} present in some files only",
         cmp.rows.len(),
         cmp.rows.len() - one_sided,
         one_sided
-    );
-    if let Some(p) = &args.json {
-        let mut bytes = serde_json::to_vec_pretty(&cmp).expect("comparisons serialise");
-        bytes.push(b'\n');
-        write_atomically(p, &bytes)?;
-    }
-    if let Some(p) = &args.csv {
-        write_atomically(p, &to_csv(&cmp)?)?;
-    }
-    Ok(())
+    ))
 }
 
 fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
@@ -304,6 +342,17 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn columns_go_past_z_without_overflow() {
+        assert_eq!(column(0), "A");
+        assert_eq!(column(25), "Z");
+        assert_eq!(column(26), "AA");
+        assert_eq!(column(27), "AB");
+        assert_eq!(column(199), "GR");
+        assert_eq!(column(701), "ZZ");
+        assert_eq!(column(702), "AAA");
     }
 
     #[test]

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::cli::DevicesArgs;
 use crate::error::Result;
+use crate::output::print_line;
 use crate::verbs::{
     device_names, probe_max_inline, CompletionQueue, Context, DeviceAttr, GidEntry, PortAttr,
     ProtectionDomain, Transport,
@@ -56,35 +57,35 @@ pub fn collect() -> Result<Vec<DeviceReport>> {
 pub fn run(args: &DevicesArgs) -> Result<()> {
     let devices = collect()?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&devices).expect("device reports serialise")
-        );
+        print_line(&serde_json::to_string_pretty(&devices).expect("device reports serialise"))?;
         return Ok(());
     }
     if devices.is_empty() {
-        println!("no RDMA devices");
+        print_line("no RDMA devices")?;
     }
     for d in &devices {
         let a = &d.attr;
-        println!(
+        print_line(&format!(
             "{}: vendor {:#x} part {} fw {} | max_inline {} B | atomic_cap {:?} | max_qp {} max_qp_wr {} max_cqe {} max_qp_rd_atom {}",
             d.name, a.vendor_id, a.vendor_part_id, a.fw_ver, d.max_inline, a.atomic_cap,
             a.max_qp, a.max_qp_wr, a.max_cqe, a.max_qp_rd_atom
-        );
+        ))?;
         for p in &d.ports {
             let pa = &p.attr;
-            println!(
+            print_line(&format!(
                 "  port {}: {:?} {:?} active_mtu {} speed {} Gb/s lid {}",
                 p.port, pa.state, pa.link_layer, pa.active_mtu, pa.speed_gbps, pa.lid
-            );
+            ))?;
             for g in &p.gids {
                 let v4 = g
                     .gid
                     .ipv4()
                     .map(|ip| format!(" ({ip})"))
                     .unwrap_or_default();
-                println!("    gid[{}] {:?} {}{}", g.index, g.kind, g.gid, v4);
+                print_line(&format!(
+                    "    gid[{}] {:?} {}{}",
+                    g.index, g.kind, g.gid, v4
+                ))?;
             }
         }
     }

@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use clap::Parser;
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::plan::Plan;
-use crate::cli::{Cli, Command};
+use crate::cli::{self, Command};
 use crate::error::{Error, Result};
+use crate::escape::{printable, shell_word};
 use crate::spec::VerbKind;
 
 /// Keys a series (or `[defaults]`) may have besides `label`, `verb`, `metric`
@@ -54,7 +54,7 @@ struct ExperimentFile {
     ranks: Option<Spanned<u32>>,
     #[serde(default)]
     defaults: Option<Table>,
-    series: Vec<Table>,
+    series: Vec<Spanned<Table>>,
 }
 
 /// One series, validated and ready to run.
@@ -107,8 +107,7 @@ impl Ctx<'_> {
 
 pub fn load(path: &Path) -> Result<Experiment> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("{file}: cannot read: {e}")))?;
+    let text = crate::input::read_text(path, crate::input::MAX_EXPERIMENT_BYTES)?;
     parse(&file, &text)
 }
 
@@ -161,10 +160,39 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
     };
     let defaults = raw.defaults.unwrap_or_default();
     check_keys(&cx, &defaults, true)?;
-    let mut series = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    let mut points: u64 = 0;
     for (i, table) in raw.series.iter().enumerate() {
+        let at = table.span().start;
+        let table = table.get_ref();
         check_keys(&cx, table, false)?;
-        series.push(build_series(&cx, i, &defaults, table)?);
+        let s = build_series(&cx, i, at, &defaults, table)?;
+        let label_at = table
+            .iter()
+            .find(|(k, _)| k.get_ref() == "label")
+            .map(|(_, v)| v.span().start)
+            .unwrap_or(at);
+        if series.iter().any(|o| o.label == s.label) {
+            return Err(cx.err(
+                label_at,
+                format!(
+                    "key 'label': '{}' names two series; labels must be unique (they identify points for --resume)",
+                    printable(&s.label)
+                ),
+            ));
+        }
+        points += s.plan.points() as u64;
+        if points > crate::sweep::MAX_POINTS {
+            return Err(cx.err(
+                at,
+                format!(
+                    "series '{}': the experiment reaches {points} points, over the limit of {} per run",
+                    printable(&s.label),
+                    crate::sweep::MAX_POINTS
+                ),
+            ));
+        }
+        series.push(s);
     }
     Ok(Experiment {
         name,
@@ -194,34 +222,103 @@ fn check_keys(cx: &Ctx, table: &Table, defaults: bool) -> Result<()> {
     Ok(())
 }
 
-/// A value as the command line would spell it (lists become `a,b,c`).
-fn as_arg(v: &toml::Value) -> std::result::Result<String, String> {
-    match v {
-        toml::Value::String(s) => Ok(s.clone()),
-        toml::Value::Integer(i) => Ok(i.to_string()),
-        toml::Value::Float(f) => Ok(f.to_string()),
-        toml::Value::Array(items) => items
-            .iter()
-            .map(|i| match i {
-                toml::Value::Array(_) | toml::Value::Table(_) => {
-                    Err("lists must hold numbers or strings".to_string())
-                }
-                other => as_arg(other),
-            })
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map(|v| v.join(",")),
-        toml::Value::Boolean(_) => Err("is a flag: true or false".into()),
-        _ => Err("unsupported value type".into()),
+/// What kind of value a key takes.
+#[derive(Clone, Copy, PartialEq)]
+enum Expect {
+    /// A whole number: `iters = 1000`.
+    Count,
+    /// Whole numbers: `size = 64`, `size = "2..4096"`, `size = [64, "1k"]`.
+    Sweep,
+    /// Seconds: `duration = 2` or `duration = 0.5`.
+    Seconds,
+    /// true or false.
+    Flag,
+    /// One word: `op = "fadd"`.
+    Word,
+    /// Words: `transport = "rc"` or `transport = ["rc", "uc"]`.
+    Words,
+}
+
+fn expect(key: &str) -> Expect {
+    match key {
+        "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
+        "iters" | "warmup" | "group" => Expect::Count,
+        "duration" | "timeout" | "warmup_time" => Expect::Seconds,
+        "inline" | "imm" | "completion" => Expect::Flag,
+        "transport" => Expect::Words,
+        _ => Expect::Word,
     }
 }
 
-fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Result<Series> {
+/// A TOML value's type, with the value, for errors.
+fn found(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("the string \"{}\"", printable(s)),
+        toml::Value::Integer(i) => format!("the integer {i}"),
+        toml::Value::Float(f) => format!("the float {f:?}"),
+        toml::Value::Boolean(b) => format!("the boolean {b}"),
+        toml::Value::Datetime(d) => format!("the date {d}"),
+        toml::Value::Array(_) => "a list".into(),
+        toml::Value::Table(_) => "a table".into(),
+    }
+}
+
+/// The value as the command line spells it (`None`: a flag set to false),
+/// or why its type is wrong for the key.
+fn as_arg(key: &str, v: &toml::Value) -> std::result::Result<Option<String>, String> {
+    use toml::Value as V;
+    let want = expect(key);
+    let wrong = |what: &str| Err(format!("expected {what}, found {}", found(v)));
+    let item = |i: &V, numbers: bool| -> std::result::Result<String, String> {
+        match i {
+            V::Integer(n) if numbers => Ok(n.to_string()),
+            V::String(s) => Ok(s.clone()),
+            other => Err(format!(
+                "expected a list of {}, found {} in it",
+                if numbers { "whole numbers" } else { "strings" },
+                found(other)
+            )),
+        }
+    };
+    match (want, v) {
+        (Expect::Flag, V::Boolean(b)) => Ok(b.then(String::new)),
+        (Expect::Flag, _) => wrong("true or false"),
+        (Expect::Count, V::Integer(n)) => Ok(Some(n.to_string())),
+        (Expect::Count, _) => wrong("a whole number"),
+        (Expect::Seconds, V::Integer(n)) => Ok(Some(n.to_string())),
+        (Expect::Seconds, V::Float(f)) => Ok(Some(format!("{f:?}"))),
+        (Expect::Seconds, _) => wrong("a number of seconds"),
+        (Expect::Sweep, V::Integer(n)) => Ok(Some(n.to_string())),
+        (Expect::Sweep | Expect::Words | Expect::Word, V::String(s)) => Ok(Some(s.clone())),
+        (Expect::Sweep | Expect::Words, V::Array(items)) if !items.is_empty() => items
+            .iter()
+            .map(|i| item(i, want == Expect::Sweep))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map(|v| Some(v.join(","))),
+        (Expect::Sweep, _) => wrong("whole numbers (64, \"2..4096\" or [64, 128])"),
+        (Expect::Words, _) => wrong("a string or a list of strings"),
+        (Expect::Word, _) => wrong("a string"),
+    }
+}
+
+fn build_series(
+    cx: &Ctx,
+    index: usize,
+    table_at: usize,
+    defaults: &Table,
+    table: &Table,
+) -> Result<Series> {
     // The series' own keys override [defaults].
     let mut merged: BTreeMap<String, &Spanned<toml::Value>> = BTreeMap::new();
     for (k, v) in defaults.iter().chain(table.iter()) {
         merged.insert(k.get_ref().clone(), v);
     }
-    let first_key = table.keys().next().map(|k| k.span().start).unwrap_or(0);
+    let own = |key: &str| table.keys().any(|k| k.get_ref() == key);
+    let first_key = table
+        .keys()
+        .map(|k| k.span().start)
+        .min()
+        .unwrap_or(table_at);
     let text_of = |key: &str| -> Result<Option<(String, usize)>> {
         match merged.get(key) {
             None => Ok(None),
@@ -240,9 +337,23 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
     let label = text_of("label")?
         .map(|(l, _)| l)
         .unwrap_or_else(|| format!("{verb} #{}", index + 1));
-    let where_ =
-        |key: &str| -> usize { merged.get(key).map(|v| v.span().start).unwrap_or(first_key) };
-    let in_series = format!("series '{label}'");
+    if label.trim().is_empty() {
+        return Err(cx.err(
+            merged
+                .get("label")
+                .map(|v| v.span().start)
+                .unwrap_or(first_key),
+            "key 'label': empty; a label names the series",
+        ));
+    }
+    // The line of a key; a missing direction is blamed on the metric that needs it.
+    let where_ = |key: &str| -> usize {
+        let at = |k: &str| merged.get(k).map(|v| v.span().start);
+        at(key)
+            .or_else(|| (key == "direction").then(|| at("metric")).flatten())
+            .unwrap_or(first_key)
+    };
+    let in_series = format!("series '{}'", printable(&label));
     let verb_kind = match verb.as_str() {
         "read" => VerbKind::Read,
         "write" => VerbKind::Write,
@@ -259,11 +370,18 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
         }
     };
     let mut argv: Vec<String> = vec!["rdma-bench".into(), verb.clone()];
+    let mut tput = false;
     match text_of("metric")? {
         None => {}
         Some((m, _)) if m == "latency" => {}
         Some((m, _)) if m == "throughput" => {
-            let direction = text_of("direction")?.map(|(d, _)| d).unwrap_or_default();
+            tput = true;
+            // A [defaults] direction does not apply to echo (which has none).
+            let direction = if verb_kind == VerbKind::Echo && !own("direction") {
+                String::new()
+            } else {
+                text_of("direction")?.map(|(d, _)| d).unwrap_or_default()
+            };
             argv.push(if direction.is_empty() {
                 "--tput".to_string()
             } else {
@@ -277,7 +395,7 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
             ))
         }
     }
-    if merged.contains_key("direction") && !argv.iter().any(|a| a.starts_with("--tput")) {
+    if own("direction") && !tput {
         return Err(cx.err(
             where_("direction"),
             format!("key 'direction' ({in_series}): only for metric = \"throughput\""),
@@ -285,27 +403,28 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
     }
     for key in OPTION_KEYS {
         let Some(v) = merged.get(*key) else { continue };
+        // Types are checked wherever the key comes from...
+        let text = as_arg(key, v.get_ref())
+            .map_err(|e| cx.err(v.span().start, format!("key '{key}' ({in_series}): {e}")))?;
+        // ...but a [defaults] key applies only where it makes sense; the
+        // series' own keys are checked (and refused) as the command line's.
+        if !own(key) && cli::inapplicable(key, verb_kind, tput).is_some() {
+            continue;
+        }
         let flag = format!("--{}", key.replace('_', "-"));
-        match v.get_ref() {
-            toml::Value::Boolean(true) => argv.push(flag),
-            toml::Value::Boolean(false) => {}
-            other => {
-                let text = as_arg(other).map_err(|e| {
-                    cx.err(v.span().start, format!("key '{key}' ({in_series}): {e}"))
-                })?;
-                argv.push(format!("{flag}={text}"));
-            }
+        match text {
+            None => {}
+            Some(t) if expect(key) == Expect::Flag && t.is_empty() => argv.push(flag),
+            Some(t) => argv.push(format!("{flag}={t}")),
         }
     }
     // Parse and validate exactly as the command line would.
-    let cli = Cli::try_parse_from(&argv).map_err(|e| {
-        let msg = e.to_string();
-        let first = msg
-            .lines()
-            .next()
-            .unwrap_or("invalid value")
-            .trim_start_matches("error: ");
-        let key = option_in(first).unwrap_or_else(|| "verb".into());
+    let cli = cli::parse_from(&argv).map_err(|e| {
+        let line = cli::one_line(&e);
+        let first = line.trim_start_matches("error: ");
+        let key = clap_key(&e)
+            .or_else(|| option_in(first))
+            .unwrap_or_else(|| "verb".into());
         cx.err(where_(&key), format!("key '{key}' ({in_series}): {first}"))
     })?;
     let args = match &cli.command {
@@ -314,7 +433,12 @@ fn build_series(cx: &Ctx, index: usize, defaults: &Table, table: &Table) -> Resu
         | Command::Send(a)
         | Command::Echo(a)
         | Command::Atomic(a) => a,
-        _ => unreachable!("argv starts with a verb"),
+        _ => {
+            return Err(cx.err(
+                verb_at,
+                format!("key 'verb' ({in_series}): not a measuring command"),
+            ))
+        }
     };
     let plan = Plan::from_args(verb_kind, args).map_err(|e| {
         let msg = e.to_string();
@@ -343,13 +467,13 @@ impl Experiment {
         let mut lines = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
             let json = out.join(format!("{}-{}.json", self.name, i + 1));
-            let args: Vec<String> = s.argv.iter().map(|a| shell_quote(a)).collect();
+            let args: Vec<String> = s.argv.iter().map(|a| shell_word(a)).collect();
             let tail = format!(
                 "rdma-bench {} --json {}",
                 args.join(" "),
-                shell_quote(&json.display().to_string())
+                shell_word(&json.display().to_string())
             );
-            lines.push(format!("# series '{}'", s.label));
+            lines.push(format!("# series '{}'", printable(&s.label)));
             lines.push(format!("mpirun -np {ranks} {tail}"));
             lines.push(format!("srun -n {ranks} {tail}"));
         }
@@ -357,25 +481,27 @@ impl Experiment {
     }
 }
 
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
+/// The first `--option` a message names that is a config key (or `tput`).
+fn option_in(msg: &str) -> Option<String> {
+    msg.match_indices("--").find_map(|(at, _)| {
+        let name: String = msg[at + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        let key = name.replace('-', "_");
+        (OPTION_KEYS.contains(&key.as_str()) || key == "tput").then_some(key)
+    })
 }
 
-/// The first `--option` a message names, as a config key.
-fn option_in(msg: &str) -> Option<String> {
-    let at = msg.find("--")?;
-    let name: String = msg[at + 2..]
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect();
-    (!name.is_empty()).then(|| name.replace('-', "_"))
+/// The option a clap error is about (its `InvalidArg` context), as a key.
+fn clap_key(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let arg = match e.get(ContextKind::InvalidArg)? {
+        ContextValue::String(s) => s.clone(),
+        ContextValue::Strings(v) => v.first()?.clone(),
+        _ => return None,
+    };
+    option_in(&arg)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         None if verb == VerbKind::Atomic => vec![ATOMIC_SIZE],
         None => vec![2],
     };
+    crate::sweep::count_points(&[("--size", sizes.len())])?;
     let mode = match verb {
         VerbKind::Read | VerbKind::Atomic => LatencyMode::Completion,
         VerbKind::Echo if a.completion => {

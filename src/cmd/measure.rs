@@ -37,5 +37,5 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         &mut super::keep(&console, &mut doc, &sink),
     );
     console.finish();
-    result
+    result.and_then(|()| console.check())
 }

@@ -34,10 +34,14 @@ pub fn keep<'a>(
     sink: &'a ResultsSink,
 ) -> impl FnMut(Record) -> Result<()> + 'a {
     move |record| {
-        console.record(&record);
         doc.results.push(record);
         doc.note_peak_rss();
-        sink.write(doc)
+        sink.write(doc)?;
+        // Saved first: a closed stdout ends the run here, with the point kept.
+        if let Some(record) = doc.results.last() {
+            console.record(record);
+        }
+        console.check()
     }
 }
 

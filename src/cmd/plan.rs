@@ -5,7 +5,7 @@
 use crate::bench::{run_client, run_tput_client, PointOutcome, Port, TputOutcome};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::Console;
 use crate::results::Record;
 use crate::spec::{LatencySpec, TputPoint, TputSpec, VerbKind};
@@ -64,12 +64,26 @@ pub enum Plan {
 impl Plan {
     /// Validates the arguments (exit 2 on bad input) before anything is opened.
     pub fn from_args(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
-        if args.tput.is_some() {
-            let (spec, skipped) = super::tput::spec_from_args(verb, args)?;
-            Ok(Plan::Tput(spec, skipped))
-        } else {
-            Ok(Plan::Latency(super::latency::spec_from_args(verb, args)?))
+        let tput = args.tput.is_some();
+        for id in &args.given {
+            if let Some(scope) = crate::cli::inapplicable(id, verb, tput) {
+                return Err(Error::usage(format!(
+                    "--{} applies only {scope}",
+                    id.replace('_', "-")
+                )));
+            }
         }
+        let plan = if tput {
+            let (spec, skipped) = super::tput::spec_from_args(verb, args)?;
+            Plan::Tput(spec, skipped)
+        } else {
+            Plan::Latency(super::latency::spec_from_args(verb, args)?)
+        };
+        // Last: the only check that may wait (on name resolution).
+        if let Some(target) = &args.connect {
+            super::setup::resolve(target)?;
+        }
+        Ok(plan)
     }
 
     /// The same plan without the points whose ids are in `done`.

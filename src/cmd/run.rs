@@ -2,6 +2,7 @@
 //! connection per series, into one self-describing results file pair.
 
 use std::collections::HashSet;
+use std::io::Write;
 use std::time::Duration;
 
 use super::experiment;
@@ -9,8 +10,9 @@ use crate::bench::{DeviceChoice, Port};
 use crate::cli::RunArgs;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::escape::printable;
 use crate::export::ResultsSink;
-use crate::output::Console;
+use crate::output::{print_line, Console};
 
 use super::plan::{record_id, Plan};
 use super::setup::new_doc;
@@ -42,14 +44,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let exp = experiment::load(&args.config)?;
     if exp.launcher != experiment::Launcher::Direct {
         // A many-host experiment: say exactly how to launch it; start nothing.
-        println!(
+        print_line(&format!(
             "# {} runs under an MPI launcher (build with `cargo build --release --features mpi`); one line per series:",
             exp.name
-        );
+        ))?;
         for line in exp.launch_lines(&args.out) {
-            println!("{line}");
+            print_line(&line)?;
         }
         return Ok(());
+    }
+    if let Some(target) = &args.connect {
+        super::setup::resolve(target)?;
     }
     // What an interrupted run already measured, checked before any device work.
     let resumed = match &args.resume {
@@ -68,6 +73,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
         None => None,
     };
+    // Where results go, checked before anything is created or opened. The
+    // --resume file is rewritten by design; the experiment file never is.
+    let config = [args.config.as_path()];
+    match &args.resume {
+        Some(path) => ResultsSink::named(
+            ("--resume", Some(path.clone())),
+            ("--resume (its CSV)", Some(path.with_extension("csv"))),
+        )
+        .check_targets(&config)?,
+        None => crate::output_target::check_out_dir("--out", &args.out)?,
+    }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
@@ -105,7 +121,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let todo: usize = plans.iter().map(|(_, p)| p.points()).sum();
     let console = Console::new(args.quiet, todo as u64);
     if let Some(d) = &exp.description {
-        console.note(&format!("{}: {d}", exp.name));
+        console.note(&format!("{}: {}", exp.name, printable(d)));
     }
     if !done.is_empty() {
         console.note(&format!(
@@ -120,7 +136,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .iter()
         .filter(|(_, p)| p.points() > 0)
         .try_for_each(|(label, plan)| {
-            console.note(&format!("series '{label}'"));
+            console.note(&format!("series '{}'", printable(label)));
             plan.announce(&console, port.ctx.name());
             plan.execute(
                 &port,
@@ -132,14 +148,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
         });
     console.finish();
     if !args.quiet || result.is_err() {
-        eprintln!(
+        // Best effort: stderr may be closed too.
+        let _ = writeln!(
+            std::io::stderr(),
             "# {} points in {} and {}",
             doc.results.len(),
             json.display(),
             csv.display()
         );
     }
-    result
+    result.and_then(|()| console.check())
 }
 
 #[cfg(test)]

@@ -15,16 +15,11 @@ use crate::connect::{Control, Message, TcpChannel};
 use crate::error::{Error, Result};
 
 pub fn run(args: &ServeArgs) -> Result<()> {
-    if args.max_clients == 0 || args.max_clients > 4096 {
-        return Err(Error::usage(format!(
-            "--max-clients {}: must be between 1 and 4096",
-            args.max_clients
-        )));
-    }
+    crate::spec::check_range("--max-clients", args.max_clients, 1, 4096, "")?;
     crate::spec::check_timeout(args.timeout)?;
+    let addr = super::setup::bind_address(&args.bind, args.port)?;
     let port = Arc::new(Port::open(&DeviceChoice::from(&args.device))?);
-    let addr = format!("{}:{}", args.bind, args.port);
-    let listener = TcpListener::bind(&addr)
+    let listener = TcpListener::bind(addr)
         .map_err(|e| Error::usage(format!("--bind {addr}: cannot listen: {e}")))?;
     if args.bind == "0.0.0.0" || args.bind == "::" || args.bind == "[::]" {
         eprintln!(

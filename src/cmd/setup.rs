@@ -1,7 +1,7 @@
 //! What every measuring command needs besides its spec: the peer connection,
 //! the device description and the results document header.
 
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::bench::Port;
@@ -54,16 +54,74 @@ pub fn device_info(port: &Port) -> Result<DeviceInfo> {
     })
 }
 
-pub fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
-    let with_port = if target.contains(':') && !target.starts_with('[') || target.contains("]:") {
-        target.to_string()
+/// `--connect HOST[:PORT]`: parsed and resolved (bad input, exit 2) before
+/// any device is opened. HOST is a name, an IPv4 address or a bracketed IPv6
+/// address (`[::1]:18515`); PORT is 1..=65535 (default 18515).
+pub fn resolve(target: &str) -> Result<(String, Vec<SocketAddr>)> {
+    let bad = |why: &str| Error::usage(format!("--connect {target}: {why}"));
+    let (host, port) = if let Some(rest) = target.strip_prefix('[') {
+        let (h, tail) = rest
+            .split_once(']')
+            .ok_or_else(|| bad("an IPv6 address needs its closing ']'"))?;
+        let port = match tail {
+            "" => None,
+            t => Some(
+                t.strip_prefix(':')
+                    .ok_or_else(|| bad("expected ':PORT' after ']'"))?,
+            ),
+        };
+        h.parse::<std::net::Ipv6Addr>()
+            .map_err(|_| bad("not an IPv6 address inside [ ]"))?;
+        (h, port)
+    } else if target.matches(':').count() > 1 {
+        if target.parse::<std::net::Ipv6Addr>().is_ok() {
+            (target, None)
+        } else {
+            return Err(bad("write an IPv6 address in brackets: [ADDR]:PORT"));
+        }
     } else {
-        format!("{target}:{DEFAULT_PORT}")
+        match target.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (target, None),
+        }
     };
-    let addrs: Vec<_> = with_port
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    let plausible_name = host.len() <= 253
+        && host.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+    if !plausible_name && host.parse::<std::net::IpAddr>().is_err() {
+        return Err(bad("not a host name or IP address"));
+    }
+    let port: u16 = match port {
+        None => DEFAULT_PORT,
+        Some(p) => match p.parse::<u16>() {
+            Ok(0) | Err(_) => return Err(bad("the port must be 1..=65535")),
+            Ok(p) => p,
+        },
+    };
+    let with_port = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| Error::usage(format!("--connect {target}: cannot resolve: {e}")))?
+        .map_err(|e| bad(&format!("cannot resolve: {e}")))?
         .collect();
+    if addrs.is_empty() {
+        return Err(bad("resolves to no address"));
+    }
+    Ok((with_port, addrs))
+}
+
+pub fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
+    let (with_port, addrs) = resolve(target)?;
     let mut last = None;
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, Duration::from_secs_f64(timeout)) {
@@ -79,6 +137,21 @@ pub fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
                 .unwrap_or_else(|| "no address".into())
         ),
     })
+}
+
+/// `serve --bind ADDR`: an IP address of this host (IPv6 with or without
+/// brackets), parsed before any device is opened.
+pub fn bind_address(bind: &str, port: u16) -> Result<SocketAddr> {
+    let ip = bind
+        .strip_prefix('[')
+        .and_then(|b| b.strip_suffix(']'))
+        .unwrap_or(bind);
+    let ip: std::net::IpAddr = ip.parse().map_err(|_| {
+        Error::usage(format!(
+            "--bind {bind}: not an IP address of this host (e.g. 192.0.2.1, ::1, 0.0.0.0)"
+        ))
+    })?;
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// The results document of a run, before any point is measured.

@@ -67,7 +67,16 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
     let postlists = list("--postlist", &a.postlist)?;
     let windows = list("--window", &a.window)?;
     let threads = list("--threads", &a.threads)?;
-    let mut points = Vec::new();
+    let count = crate::sweep::count_points(&[
+        ("--transport", transports.len()),
+        ("--threads", threads.len()),
+        ("--qps", qps.len()),
+        ("--signal-period", periods.len()),
+        ("--postlist", postlists.len()),
+        ("--window", windows.len()),
+        ("--size", sizes.len()),
+    ])?;
+    let mut points = Vec::with_capacity(count as usize);
     let mut skipped = Vec::new();
     for &transport in &transports {
         for &threads in &threads {

@@ -11,6 +11,7 @@ pub use self::json::JsonExporter;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::output_target::Target;
 use crate::results::ResultsDoc;
 
 pub trait Exporter {
@@ -19,53 +20,105 @@ pub trait Exporter {
 
 /// The files a run writes, each rewritten whole after every point.
 pub struct ResultsSink {
-    targets: Vec<(PathBuf, Box<dyn Exporter>)>,
+    /// (the option that named it, path, format)
+    targets: Vec<(&'static str, PathBuf, Box<dyn Exporter>)>,
 }
 
 impl ResultsSink {
     pub fn new(json: Option<PathBuf>, csv: Option<PathBuf>) -> Self {
-        let mut targets: Vec<(PathBuf, Box<dyn Exporter>)> = Vec::new();
-        if let Some(p) = json {
-            targets.push((p, Box::new(JsonExporter)));
+        Self::named(("--json", json), ("--csv", csv))
+    }
+
+    /// Like `new`, with the options (or words) that name each file in errors.
+    pub fn named(
+        json: (&'static str, Option<PathBuf>),
+        csv: (&'static str, Option<PathBuf>),
+    ) -> Self {
+        let mut targets: Vec<(&'static str, PathBuf, Box<dyn Exporter>)> = Vec::new();
+        if let (option, Some(p)) = json {
+            targets.push((option, p, Box::new(JsonExporter)));
         }
-        if let Some(p) = csv {
-            targets.push((p, Box::new(CsvExporter)));
+        if let (option, Some(p)) = csv {
+            targets.push((option, p, Box::new(CsvExporter)));
         }
         Self { targets }
     }
 
-    /// Checks up front that every target can be written, so a typo in a path
-    /// fails before an hour of measuring rather than after.
+    /// Checks up front that every target can be written (see
+    /// `output_target`), so a bad path fails before an hour of measuring
+    /// rather than after.
     pub fn check_writable(&self) -> Result<()> {
-        for (path, _) in &self.targets {
-            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-            if let Some(dir) = dir {
-                if !dir.is_dir() {
-                    return Err(Error::usage(format!(
-                        "{}: directory {} does not exist",
-                        path.display(),
-                        dir.display()
-                    )));
-                }
-            }
-        }
-        Ok(())
+        self.check_targets(&[])
+    }
+
+    /// `check_writable`, also refusing any target that is one of `inputs`.
+    pub fn check_targets(&self, inputs: &[&Path]) -> Result<()> {
+        let targets: Vec<Target> = self
+            .targets
+            .iter()
+            .map(|(option, path, _)| Target { option, path })
+            .collect();
+        crate::output_target::check(&targets, inputs)
     }
 
     pub fn write(&self, doc: &ResultsDoc) -> Result<()> {
-        for (path, exporter) in &self.targets {
+        for (_, path, exporter) in &self.targets {
             write_atomically(path, &exporter.serialize(doc)?)?;
         }
         Ok(())
     }
 }
 
-/// Writes through a temporary file and a rename, so readers (and a crash
-/// mid-write) never see a half-written file.
+/// Writes through a temporary file beside the target and a rename, so
+/// readers (and a crash mid-write) never see a half-written file. The
+/// temporary file is created new (never an existing file, never through a
+/// link) and removed on any failure; a target that is no longer a regular
+/// file (or a new file) is not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(format!("renaming to {}", path.display()), e))
+    use std::io::Write;
+    let failed = |e: std::io::Error| Error::io(format!("writing {}", path.display()), e);
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.file_type().is_file() {
+            return Err(failed(std::io::Error::other(
+                "not a regular file; results go only to regular files",
+            )));
+        }
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| failed(std::io::Error::other("not a file name")))?;
+    let (tmp, mut file) = (0..100)
+        .find_map(|n| {
+            let mut tmp_name = std::ffi::OsString::from(".");
+            tmp_name.push(name);
+            tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
+            let tmp = dir.join(tmp_name);
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
+                Ok(f) => Some(Ok((tmp, f))),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(Err(e)),
+            }
+        })
+        .unwrap_or_else(|| Err(std::io::Error::other("no free temporary file name")))
+        .map_err(failed)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.flush())
+        .and_then(|()| {
+            drop(file);
+            std::fs::rename(&tmp, path)
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(failed(e));
+    }
+    Ok(())
 }

@@ -35,3 +35,97 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
+
+/// Runs the binary with a deadline, so a hang fails the test instead of
+/// stalling the suite. Stdout and stderr are drained while it runs.
+pub fn run_within(args: &[&str], secs: u64) -> Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the rdma-bench binary runs");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?}: still running after {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// Asserts the contract for bad input: exit 2 within 10 s, one line on
+/// stderr containing every needle, nothing on stdout, no panic. Returns stderr.
+pub fn refused(args: &[&str], needles: &[&str]) -> String {
+    let out = run_within(args, 10);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {stderr}"
+    );
+    for n in needles {
+        assert!(stderr.contains(n), "{args:?}: '{stderr}' lacks '{n}'");
+    }
+    assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    stderr
+}
+
+/// A committed results file, as JSON to derive test inputs from.
+pub fn sample_results() -> serde_json::Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("results/ is committed")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("atomics") || n.starts_with("smoke")
+        })
+        .collect();
+    files.sort();
+    read_json(files.first().expect("a small committed results file"))
+}
+
+/// Writes `sample_results()` changed by `f` to `dir/name`.
+pub fn results_file(dir: &Path, name: &str, f: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut v = sample_results();
+    f(&mut v);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    path
+}
+
+/// Makes a named pipe (FIFO) at `path`.
+pub fn mkfifo(path: &Path) {
+    let st = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(st.success(), "mkfifo {}", path.display());
+}
