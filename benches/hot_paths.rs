@@ -70,6 +70,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         server_received: Some(101_000),
         verify_failures: 0,
         device_counters: None,
+        requested_s: None,
         histogram: rec.buckets(0.5),
     };
     ResultsDoc {

@@ -76,6 +76,10 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Compare even when the files' run conditions differ (peer mode,
+    /// iteration mode, environment, clock source).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args, Clone)]

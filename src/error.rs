@@ -21,6 +21,9 @@ pub enum Error {
         what: String,
         source: std::io::Error,
     },
+    /// Results were measured and saved, but did not verify.
+    #[error("{0}")]
+    Verification(String),
     #[error(
         "interrupted (the point in progress was abandoned; points measured before it are saved)"
     )]

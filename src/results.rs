@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
 use crate::stats::LatencyStats;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The schema versions this build reads (`compare`, `run --resume`); a new
 /// version that old files still satisfy is one more entry here.
-pub const READABLE_SCHEMAS: &[u32] = &[1];
+pub const READABLE_SCHEMAS: &[u32] = &[1, 2];
 
 /// What every results file says produced it.
 pub const TOOL: &str = "rdma-bench";
@@ -76,8 +76,9 @@ pub struct ResultsDoc {
     pub tool_version: String,
     pub command_line: Vec<String>,
     pub started_utc: String,
-    /// Loopback (both sides in this process) or the `serve` peer's address.
-    pub peer: String,
+    /// Who the other side was (schema 1 held only the mode or address).
+    #[serde(deserialize_with = "peer_v1_or_v2")]
+    pub peer: PeerDoc,
     /// The experiment file's name, for `rdma-bench run`.
     #[serde(default)]
     pub experiment: Option<String>,
@@ -91,6 +92,60 @@ pub struct ResultsDoc {
     #[serde(default)]
     pub peak_rss_kib: Option<u64>,
     pub results: Vec<Record>,
+}
+
+/// The other side of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PeerDoc {
+    /// `loopback` (both sides in this process, one device), `tcp` (an
+    /// `rdma-bench serve`) or `mpi` (rank 0 of an MPI launch).
+    pub mode: String,
+    /// The `serve` address (tcp).
+    #[serde(default)]
+    pub address: Option<String>,
+    /// The peer's host and device, as its handshake said.
+    #[serde(default)]
+    pub host: Option<String>,
+    #[serde(default)]
+    pub device: Option<String>,
+}
+
+impl PeerDoc {
+    /// Fills in what the peer's handshake said (first point).
+    pub fn note(&mut self, peer: &crate::report::PeerInfo) {
+        if self.host.is_none() && !peer.host.is_empty() {
+            self.host = Some(peer.host.clone());
+        }
+        if self.device.is_none() && !peer.device.is_empty() {
+            self.device = Some(peer.device.clone());
+        }
+    }
+}
+
+/// Schema 1 stored `peer` as one string: "loopback", an address, or the MPI line.
+pub(crate) fn peer_v1_or_v2<'de, D: serde::Deserializer<'de>>(d: D) -> Result<PeerDoc, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        V1(String),
+        V2(PeerDoc),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::V2(p) => p,
+        Either::V1(s) if s == "loopback" => PeerDoc {
+            mode: s,
+            ..Default::default()
+        },
+        Either::V1(s) if s.starts_with("mpi") => PeerDoc {
+            mode: "mpi".into(),
+            ..Default::default()
+        },
+        Either::V1(s) => PeerDoc {
+            mode: "tcp".into(),
+            address: Some(s),
+            ..Default::default()
+        },
+    })
 }
 
 /// One measured point of either kind.
@@ -112,6 +167,15 @@ impl ResultsDoc {
                     .and_then(|l| l.split_whitespace().nth(1))
                     .and_then(|v| v.parse().ok())
             });
+    }
+
+    /// What timed the figures: `tsc`, `cntvct` or `monotonic`.
+    pub fn clock_source(&self) -> String {
+        if self.clock.starts_with("TSC") {
+            "tsc".into()
+        } else {
+            "monotonic".into()
+        }
     }
 
     pub fn latency(&self) -> impl Iterator<Item = &LatencyRecord> {
@@ -265,6 +329,10 @@ pub struct LatencyRecord {
     pub server_received: Option<u64>,
     /// Atomics: returned values that were not the expected ones.
     pub verify_failures: u64,
+    /// The measuring time asked for per size (`-D`); `null` in an --iters
+    /// run (files before this field: an --iters run, the default).
+    #[serde(default)]
+    pub requested_s: Option<f64>,
     /// The device's own counters over the measured iterations (in loopback
     /// both sides' packets count on the one device); absent where the
     /// device has none.

@@ -277,8 +277,8 @@ fn foreign_results_files_are_refused_naming_file_and_field() {
     type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
     let files: Vec<(&str, Edit, &str)> = vec![
         (
-            "v2.json",
-            Box::new(set("schema_version", json!(2))),
+            "v3.json",
+            Box::new(set("schema_version", json!(3))),
             "schema_version",
         ),
         (

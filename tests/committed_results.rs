@@ -195,3 +195,49 @@ fn plot_labels_use_the_recorded_model_else_the_raw_name() {
         ]
     );
 }
+
+/// A loopback file against the same test run between two hosts measures
+/// different things: `compare` refuses (exit 2, naming the field) unless
+/// `--force`, and then prints the ratios.
+#[test]
+fn compare_refuses_loopback_against_two_hosts_unless_forced() {
+    let src = std::fs::read_dir("results")
+        .expect("results/ is committed")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("herd-fig2-latency") && n.ends_with(".json"))
+        })
+        .expect("a committed herd-fig2-latency results file");
+    let dir = common::scratch("cmp-conditions");
+    let mut doc = common::read_json(&src);
+    doc["peer"] = serde_json::json!("192.0.2.1:18515");
+    let remote = dir.join("remote.json");
+    std::fs::write(&remote, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let (a, b) = (src.to_str().unwrap(), remote.to_str().unwrap());
+
+    let out = common::run(&["compare", a, b]);
+    let (stdout, stderr) = common::text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}{stdout}");
+    assert!(stderr.contains("peer mode differs"), "{stderr}");
+    assert!(
+        stderr.contains("loopback") && stderr.contains("tcp"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+
+    let out = common::run(&["compare", a, b, "--force"]);
+    let (stdout, stderr) = common::text(&out);
+    assert!(out.status.success(), "{stderr}{stdout}");
+    assert!(stdout.contains("# points matched on:"), "{stdout}");
+    assert!(stdout.contains("# peer mode: loopback | tcp"), "{stdout}");
+    // Same measurements: every matched point's ratio is exactly 1.
+    let ratios: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("latency "))
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    assert!(!ratios.is_empty(), "{stdout}");
+    assert!(ratios.iter().all(|r| *r == "1.000"), "{ratios:?}");
+}

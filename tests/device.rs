@@ -57,7 +57,7 @@ fn latency(name: &str, args: &[&str]) -> (ResultsDoc, String) {
 
 /// Common checks: one record per size, in order, all measured, sane figures.
 fn check_points(doc: &ResultsDoc, csv: &str, sizes: &[u32], iters: u64) {
-    assert_eq!(doc.schema_version, 1);
+    assert_eq!(doc.schema_version, 2);
     assert_eq!(doc.device.name, device());
     let got: Vec<u32> = doc.latency().map(|r| r.size).collect();
     assert_eq!(got, sizes, "one record per size");
@@ -297,7 +297,11 @@ fn two_processes_and_a_second_client() {
         ],
     );
     check_points(&doc, &csv, &[2, 64, 1024], ITERS);
-    assert_eq!(doc.peer, target);
+    // Provenance of both sides: the server's handshake named its host and device.
+    assert_eq!(doc.peer.mode, "tcp");
+    assert_eq!(doc.peer.address.as_deref(), Some(target.as_str()));
+    assert_eq!(doc.peer.device.as_deref(), Some(device().as_str()));
+    assert_eq!(doc.peer.host.as_deref(), Some(doc.host.hostname.as_str()));
     // The server keeps serving: a second client, another verb.
     let (doc, csv) = latency(
         "remote2",
@@ -968,7 +972,15 @@ fn mpirun_one_server_two_clients() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "mpirun failed: {stderr}{stdout}");
     let doc: ResultsDoc = serde_json::from_value(read_json(&json)).unwrap();
-    assert!(doc.peer.contains("2 client ranks"), "{}", doc.peer);
+    assert_eq!(doc.peer.mode, "mpi", "{:?}", doc.peer);
+    assert!(
+        doc.peer
+            .address
+            .as_deref()
+            .is_some_and(|a| a.contains("2 client ranks")),
+        "{:?}",
+        doc.peer
+    );
     assert_eq!(doc.throughput().count(), 2, "one record per point");
     for r in doc.throughput() {
         assert_eq!(r.group_clients, 2);

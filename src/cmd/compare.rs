@@ -43,11 +43,27 @@ pub struct Row {
 #[derive(Debug, Serialize)]
 pub struct Comparison {
     pub sources: Vec<Source>,
+    /// Each file's run conditions, joined with " | " where they differ (--force).
+    pub conditions: Vec<(&'static str, String)>,
     pub rows: Vec<Row>,
 }
 
+/// The knobs a point is matched on: what was asked for, never what was
+/// observed (echo inlines whatever fits its QPs, so its `inline` is left
+/// out; S is the requested period, not the effective one). Options absent
+/// from older files take their defaults through serde, so old and new files
+/// line up.
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window";
+
 /// The parameters that identify a point, as a readable string (also the match key).
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
+    let inline = |verb: &str, inline: bool| {
+        if inline && verb != "echo" {
+            " inline"
+        } else {
+            ""
+        }
+    };
     match r {
         Record::Latency(l) => (
             format!(
@@ -55,7 +71,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 l.verb,
                 l.metric,
                 l.transport,
-                if l.inline { " inline" } else { "" },
+                inline(&l.verb, l.inline),
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 l.size
@@ -69,7 +85,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.verb,
                 t.direction,
                 t.transport,
-                if t.inline { " inline" } else { "" },
+                inline(&t.verb, t.inline),
                 if t.imm { " imm" } else { "" },
                 t.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 match (&t.req, &t.resp) {
@@ -87,6 +103,60 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
             t.mops,
         ),
     }
+}
+
+/// The conditions a file's figures were measured under. Files whose
+/// conditions differ measure different things (one device in loopback vs
+/// two hosts; a fixed count vs a fixed time; a guest vs hardware; a
+/// microsecond clock vs a cycle counter), so `compare` refuses to ratio them
+/// unless told to.
+pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
+    let mut modes: Vec<&str> = d
+        .results
+        .iter()
+        .map(|r| match r {
+            Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
+            Record::Latency(_) => "iterations (-n)",
+            Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
+            Record::Throughput(_) => "duration (-D)",
+        })
+        .collect();
+    modes.sort_unstable();
+    modes.dedup();
+    vec![
+        ("peer mode", d.peer.mode.clone()),
+        ("iteration mode", modes.join(" and ")),
+        (
+            "environment",
+            d.environment
+                .clone()
+                .unwrap_or_else(|| "none recorded".into()),
+        ),
+        ("clock source", d.clock_source()),
+    ]
+}
+
+/// Refuses (exit 2) files whose run conditions differ from the first's,
+/// naming the field.
+fn check_conditions(docs: &[(String, ResultsDoc)]) -> Result<()> {
+    let Some((first_file, first)) = docs.first() else {
+        return Ok(());
+    };
+    let base = conditions(first);
+    for (file, d) in &docs[1..] {
+        for ((field, a), (_, b)) in base.iter().zip(conditions(d)) {
+            if *a != b {
+                return Err(Error::usage(format!(
+                    "compare: {field} differs: {} has '{}', {} has '{}' (their figures measure different things; --force compares them anyway)",
+                    printable(first_file),
+                    printable(a),
+                    printable(file),
+                    printable(&b)
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Reads one input file (see `results::load`).
@@ -149,7 +219,27 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
             }
         })
         .collect();
-    Comparison { sources, rows }
+    // Each condition as the files had it: one value, or every file's joined.
+    let per_file: Vec<_> = docs.iter().map(|(_, d)| conditions(d)).collect();
+    let conditions = per_file
+        .first()
+        .map(|first| {
+            first
+                .iter()
+                .enumerate()
+                .map(|(k, (field, _))| {
+                    let mut values: Vec<String> = per_file.iter().map(|c| c[k].1.clone()).collect();
+                    values.dedup();
+                    (*field, values.join(" | "))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Comparison {
+        sources,
+        conditions,
+        rows,
+    }
 }
 
 fn fmt_value(figure: &str, v: Option<f64>) -> String {
@@ -197,6 +287,9 @@ pub fn run(args: &CompareArgs) -> Result<()> {
         .iter()
         .map(|p| Ok((p.display().to_string(), load(p)?)))
         .collect::<Result<_>>()?;
+    if !args.force {
+        check_conditions(&docs)?;
+    }
     let cmp = compare(&docs);
     // The files before the table: a reader that stops early (`| head`) loses nothing.
     if let Some(p) = &args.json {
@@ -221,6 +314,10 @@ fn print_table(cmp: &Comparison) -> Result<()> {
         ))?;
     }
     print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]")?;
+    print_line(&format!("# points matched on: {MATCHED_ON}"))?;
+    for (field, value) in &cmp.conditions {
+        print_line(&format!("# {field}: {}", printable(value)))?;
+    }
     let mut header = format!("{:<70}", "point");
     for i in 0..cmp.sources.len() {
         let c = column(i);
@@ -322,6 +419,7 @@ mod tests {
                     server_received: None,
                     verify_failures: 0,
                     device_counters: None,
+                    requested_s: None,
                     histogram: vec![],
                 })
             })
@@ -329,7 +427,11 @@ mod tests {
         (
             format!("{device}.json"),
             ResultsDoc {
-                schema_version: 1,
+                schema_version: 2,
+                peer: crate::results::PeerDoc {
+                    mode: "loopback".into(),
+                    ..Default::default()
+                },
                 started_utc: "2026-11-29T00:00:00Z".into(),
                 experiment: None,
                 device: DeviceInfo {
@@ -342,6 +444,47 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn differing_run_conditions_are_refused_naming_the_field() {
+        let a = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut b = doc("mlx5_0", 4123, &[(64, 1100.0)]);
+        assert!(check_conditions(&[a.clone(), b.clone()]).is_ok());
+        b.1.peer.mode = "tcp".into();
+        let e = check_conditions(&[a.clone(), b.clone()]).unwrap_err();
+        assert!(e.to_string().contains("peer mode differs"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+        let mut c = a.clone();
+        if let Record::Latency(l) = &mut c.1.results[0] {
+            l.requested_s = Some(1.0);
+        }
+        let e = check_conditions(&[a.clone(), c]).unwrap_err();
+        assert!(e.to_string().contains("iteration mode differs"), "{e}");
+        let mut d = a.clone();
+        d.1.environment = Some("soft-RoCE (rxe) in a qemu guest".into());
+        let e = check_conditions(&[a, d]).unwrap_err();
+        assert!(e.to_string().contains("environment differs"), "{e}");
+    }
+
+    #[test]
+    fn schema_1_peer_strings_read_as_modes() {
+        let v1 = |peer: &str| -> crate::results::PeerDoc {
+            let text = format!(r#"{{"peer": {}}}"#, serde_json::to_string(peer).unwrap());
+            #[derive(serde::Deserialize)]
+            struct P {
+                #[serde(deserialize_with = "crate::results::peer_v1_or_v2")]
+                peer: crate::results::PeerDoc,
+            }
+            serde_json::from_str::<P>(&text).unwrap().peer
+        };
+        assert_eq!(v1("loopback").mode, "loopback");
+        let tcp = v1("192.0.2.1:18515");
+        assert_eq!(
+            (tcp.mode.as_str(), tcp.address.as_deref()),
+            ("tcp", Some("192.0.2.1:18515"))
+        );
+        assert_eq!(v1("mpirun: rank 0 serving 2 client ranks").mode, "mpi");
     }
 
     #[test]

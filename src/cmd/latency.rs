@@ -81,6 +81,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         server_received: p.server_received,
         verify_failures: p.client.verify_failures,
         device_counters: p.client.device_counters.clone(),
+        requested_s: spec.duration_s,
         histogram: p.samples.buckets(scale),
         series: None,
     }

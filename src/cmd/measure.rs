@@ -37,5 +37,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         &mut super::keep(&console, &mut doc, &sink),
     );
     console.finish();
-    result.and_then(|()| console.check())
+    result
+        .and_then(|()| console.check())
+        .and_then(|()| super::verified(&doc))
 }

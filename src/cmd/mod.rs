@@ -24,6 +24,7 @@ use crate::connect::{local_pair, Control};
 use crate::error::{Error, Result};
 use crate::export::ResultsSink;
 use crate::output::Console;
+use crate::report::PeerInfo;
 use crate::results::{Record, ResultsDoc};
 
 /// What to do with each measured point: show it, add it to the document and
@@ -32,8 +33,9 @@ pub fn keep<'a>(
     console: &'a Console,
     doc: &'a mut ResultsDoc,
     sink: &'a ResultsSink,
-) -> impl FnMut(Record) -> Result<()> + 'a {
-    move |record| {
+) -> impl FnMut(Record, &PeerInfo) -> Result<()> + 'a {
+    move |record, peer| {
+        doc.peer.note(peer);
         doc.results.push(record);
         doc.note_peak_rss();
         sink.write(doc)?;
@@ -43,6 +45,29 @@ pub fn keep<'a>(
         }
         console.check()
     }
+}
+
+/// Fails (exit 1) when any measured result did not verify: an atomic that
+/// returned the wrong value, or target words that do not account for every
+/// atomic executed. Called after the results are written, so they are kept.
+pub fn verified(doc: &ResultsDoc) -> Result<()> {
+    let (mut failures, mut points) = (0u64, 0usize);
+    for r in &doc.results {
+        let f = match r {
+            Record::Latency(l) => l.verify_failures,
+            Record::Throughput(t) => t.verify_failures.unwrap_or(0),
+        };
+        if f > 0 {
+            failures += f;
+            points += 1;
+        }
+    }
+    if failures == 0 {
+        return Ok(());
+    }
+    Err(Error::Verification(format!(
+        "{failures} atomic results did not verify, in {points} points (verify_failures in the results file)"
+    )))
 }
 
 /// Runs `client` against a server on its own thread of this process, over an

@@ -117,6 +117,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
             .process_at_rank(0)
             .send_with_tag(me.as_bytes(), TAG_WHOAMI);
         let mut doc = new_doc(Some("mpi rank 0"), &port, &clock)?;
+        doc.peer.mode = "mpi".into();
         let mut ctl = ToRankZero { world: &world };
         let result = run_tput_client(&spec, &port, &mut ctl, &clock, |o| {
             doc.results
@@ -150,7 +151,11 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     // Rank 1's records carry every rank's figure and the aggregate (the group
     // exchange at each stop), so its document is the run's document.
     let mut doc = docs.into_iter().next().expect("at least one client rank");
-    doc.peer = format!("mpirun: rank 0 serving {} client ranks", size - 1);
+    doc.peer = crate::results::PeerDoc {
+        mode: "mpi".into(),
+        address: Some(format!("rank 0 serving {} client ranks", size - 1)),
+        ..Default::default()
+    };
     doc.command_line = std::env::args().collect();
     doc.note_peak_rss();
     let console = Console::new(args.quiet, 0);

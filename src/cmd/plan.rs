@@ -7,6 +7,7 @@ use crate::cli::TestArgs;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::output::Console;
+use crate::report::PeerInfo;
 use crate::results::Record;
 use crate::spec::{LatencySpec, TputPoint, TputSpec, VerbKind};
 use crate::verbs::Transport;
@@ -137,7 +138,7 @@ impl Plan {
         clock: &Clock,
         connect: Option<&str>,
         series: Option<&str>,
-        on_record: &mut dyn FnMut(Record) -> Result<()>,
+        on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
     ) -> Result<()> {
         let label = series.map(str::to_string);
         match self {
@@ -145,7 +146,7 @@ impl Plan {
                 let mut on_point = |p: PointOutcome<'_>| {
                     let mut r = super::latency::record(spec, &p);
                     r.series = label.clone();
-                    on_record(Record::Latency(r))
+                    on_record(Record::Latency(r), p.peer)
                 };
                 self.drive(port, clock, connect, &mut |ctl| {
                     run_client(spec, port, ctl, clock, &mut on_point)
@@ -155,7 +156,7 @@ impl Plan {
                 let mut on_point = |o: TputOutcome| {
                     let mut r = super::tput::record(spec, &o);
                     r.series = label.clone();
-                    on_record(Record::Throughput(r))
+                    on_record(Record::Throughput(r), &o.peer)
                 };
                 self.drive(port, clock, connect, &mut |ctl| {
                     run_tput_client(spec, port, ctl, clock, &mut on_point)

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::escape::printable;
 use crate::export::ResultsSink;
 use crate::output::{print_line, Console};
+use crate::results::SCHEMA_VERSION;
 
 use super::plan::{record_id, Plan};
 use super::setup::new_doc;
@@ -89,7 +90,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let clock = Clock::calibrate(Duration::from_millis(20));
     let (json, mut doc) = match resumed {
-        Some((path, doc)) => (path, doc),
+        Some((path, mut doc)) => {
+            // The resumed file is rewritten in this version's schema.
+            doc.schema_version = SCHEMA_VERSION;
+            (path, doc)
+        }
         None => {
             let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
             doc.experiment = Some(exp.name.clone());
@@ -157,7 +162,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             csv.display()
         );
     }
-    result.and_then(|()| console.check())
+    result
+        .and_then(|()| console.check())
+        .and_then(|()| super::verified(&doc))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::connect::TcpChannel;
 use crate::device_name;
 use crate::error::{Error, Result};
-use crate::results::{now_utc, DeviceInfo, HostInfo, ResultsDoc, SCHEMA_VERSION};
+use crate::results::{now_utc, DeviceInfo, HostInfo, PeerDoc, ResultsDoc, SCHEMA_VERSION};
 use crate::verbs::Transport;
 
 /// Parses `rc`, `uc`, `ud` or a comma list of them.
@@ -162,7 +162,11 @@ pub fn new_doc(connect: Option<&str>, port: &Port, clock: &Clock) -> Result<Resu
         tool_version: env!("CARGO_PKG_VERSION").into(),
         command_line: std::env::args().collect(),
         started_utc: now_utc(),
-        peer: connect.unwrap_or("loopback").to_string(),
+        peer: PeerDoc {
+            mode: if connect.is_some() { "tcp" } else { "loopback" }.into(),
+            address: connect.map(str::to_string),
+            ..Default::default()
+        },
         experiment: None,
         // Set by scripts/softroce (or by hand) so results say where they came from.
         environment: std::env::var("RDMA_BENCH_ENVIRONMENT")
