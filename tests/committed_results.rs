@@ -103,6 +103,9 @@ fn compare_matches_two_runs_and_lists_one_sided_points() {
         csv.display().to_string(),
         "--json".into(),
         json.display().to_string(),
+        // The atomics file also holds timed throughput points: its iteration
+        // mode differs from fig2's, which compare refuses unless forced.
+        "--force".into(),
     ];
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run(&argv);
