@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::output::Console;
 use crate::report::PeerInfo;
 use crate::results::Record;
-use crate::spec::{LatencySpec, TputPoint, TputSpec, VerbKind};
+use crate::spec::{Direction, LatencySpec, TputPoint, TputSpec, VerbKind};
 use crate::verbs::Transport;
 
 use super::setup::connect_to;
@@ -125,6 +125,19 @@ impl Plan {
             Plan::Tput(s, skipped) => {
                 for why in skipped {
                     console.note(&format!("skipped sweep points where {why}"));
+                }
+                let mut clamped: Vec<(u32, u32)> = s
+                    .points
+                    .iter()
+                    .filter(|p| s.direction != Direction::Echo && p.signal_period > p.window)
+                    .map(|p| (p.signal_period, p.window))
+                    .collect();
+                clamped.sort_unstable();
+                clamped.dedup();
+                for (sp, w) in clamped {
+                    console.note(&format!(
+                        "-S {sp} exceeds --window {w}: an issuer signals at least once per window, so these points run with S={w} (recorded as effective_signal_period)"
+                    ));
                 }
                 console.tput_header(s, device);
             }
