@@ -237,6 +237,32 @@ fn device_name(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+impl Command {
+    /// The verb a measuring subcommand measures, and its arguments (the one
+    /// place that maps subcommands to verbs).
+    pub fn measurement(&self) -> Option<(VerbKind, &TestArgs)> {
+        Some(match self {
+            Command::Read(a) => (VerbKind::Read, a),
+            Command::Write(a) => (VerbKind::Write, a),
+            Command::Send(a) => (VerbKind::Send, a),
+            Command::Echo(a) => (VerbKind::Echo, a),
+            Command::Atomic(a) => (VerbKind::Atomic, a),
+            _ => return None,
+        })
+    }
+
+    fn measurement_args_mut(&mut self) -> Option<&mut TestArgs> {
+        match self {
+            Command::Read(a)
+            | Command::Write(a)
+            | Command::Send(a)
+            | Command::Echo(a)
+            | Command::Atomic(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
 /// Parses a command line, and records in the measuring commands' `given`
 /// which options the user gave (clap's value source, not defaults).
 pub fn parse_from<I, T>(argv: I) -> Result<Cli, clap::Error>
@@ -246,15 +272,7 @@ where
 {
     let matches = Cli::command().try_get_matches_from(argv)?;
     let mut cli = Cli::from_arg_matches(&matches)?;
-    if let (
-        Some((_, sub)),
-        Command::Read(a)
-        | Command::Write(a)
-        | Command::Send(a)
-        | Command::Echo(a)
-        | Command::Atomic(a),
-    ) = (matches.subcommand(), &mut cli.command)
-    {
+    if let (Some((_, sub)), Some(a)) = (matches.subcommand(), cli.command.measurement_args_mut()) {
         a.given = given(sub);
     }
     Ok(cli)

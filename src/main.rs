@@ -6,7 +6,6 @@ use rdma_bench::cli::{self, Command};
 use rdma_bench::cmd;
 use rdma_bench::escape::printable;
 use rdma_bench::output::is_closed_stdout;
-use rdma_bench::spec::VerbKind;
 
 /// Says `msg` on stderr (best effort: stderr may be closed too) and exits.
 fn fail(msg: &str, code: i32) -> ! {
@@ -37,16 +36,13 @@ fn main() {
     if let Err(e) = rdma_bench::abort::stop_on_signals() {
         fail(&format!("error: cannot install signal handlers: {e}"), 1);
     }
-    let result = match &cli.command {
-        Command::Devices(a) => cmd::devices::run(a),
-        Command::Serve(a) => cmd::serve::run(a),
-        Command::Read(a) => cmd::measure::run(VerbKind::Read, a),
-        Command::Write(a) => cmd::measure::run(VerbKind::Write, a),
-        Command::Send(a) => cmd::measure::run(VerbKind::Send, a),
-        Command::Echo(a) => cmd::measure::run(VerbKind::Echo, a),
-        Command::Atomic(a) => cmd::measure::run(VerbKind::Atomic, a),
-        Command::Run(a) => cmd::run::run(a),
-        Command::Compare(a) => cmd::compare::run(a),
+    let result = match (&cli.command, cli.command.measurement()) {
+        (_, Some((verb, a))) => cmd::measure::run(verb, a),
+        (Command::Devices(a), _) => cmd::devices::run(a),
+        (Command::Serve(a), _) => cmd::serve::run(a),
+        (Command::Run(a), _) => cmd::run::run(a),
+        (Command::Compare(a), _) => cmd::compare::run(a),
+        (_, None) => unreachable!("every measuring subcommand names its verb"),
     };
     if let Err(e) = result {
         // Whoever read our output has stopped reading: end quietly (like ripgrep).

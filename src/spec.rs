@@ -19,6 +19,34 @@ pub enum VerbKind {
 }
 
 impl VerbKind {
+    pub const ALL: [VerbKind; 5] = [
+        VerbKind::Read,
+        VerbKind::Write,
+        VerbKind::Send,
+        VerbKind::Echo,
+        VerbKind::Atomic,
+    ];
+
+    pub fn from_name(name: &str) -> Option<VerbKind> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// Verbs that only have a completion latency (no ping-pong): the
+    /// answer comes back in the completion itself.
+    pub fn completion_only(self) -> bool {
+        matches!(self, VerbKind::Read | VerbKind::Atomic)
+    }
+
+    /// The payload size when `--size` is not given: atomics work on one
+    /// 8-byte word; latency defaults to 2 B (as perftest), throughput to 64 B.
+    pub fn default_size(self, tput: bool) -> u32 {
+        match (self, tput) {
+            (VerbKind::Atomic, _) => ATOMIC_SIZE,
+            (_, false) => 2,
+            (_, true) => 64,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             VerbKind::Read => "read",

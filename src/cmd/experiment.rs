@@ -10,7 +10,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::plan::Plan;
-use crate::cli::{self, Command};
+use crate::cli;
 use crate::error::{Error, Result};
 use crate::escape::{printable, shell_word};
 use crate::spec::VerbKind;
@@ -354,19 +354,17 @@ fn build_series(
             .unwrap_or(first_key)
     };
     let in_series = format!("series '{}'", printable(&label));
-    let verb_kind = match verb.as_str() {
-        "read" => VerbKind::Read,
-        "write" => VerbKind::Write,
-        "send" => VerbKind::Send,
-        "echo" => VerbKind::Echo,
-        "atomic" => VerbKind::Atomic,
-        other => {
+    let verb_kind = match VerbKind::from_name(&verb) {
+        Some(v) => v,
+        None => {
+            let names: Vec<&str> = VerbKind::ALL.iter().map(|v| v.name()).collect();
             return Err(cx.err(
                 verb_at,
                 format!(
-                "key 'verb' ({in_series}): '{other}' is not one of read, write, send, echo, atomic"
-            ),
-            ))
+                    "key 'verb' ({in_series}): '{verb}' is not one of {}",
+                    names.join(", ")
+                ),
+            ));
         }
     };
     let mut argv: Vec<String> = vec!["rdma-bench".into(), verb.clone()];
@@ -427,13 +425,9 @@ fn build_series(
             .unwrap_or_else(|| "verb".into());
         cx.err(where_(&key), format!("key '{key}' ({in_series}): {first}"))
     })?;
-    let args = match &cli.command {
-        Command::Read(a)
-        | Command::Write(a)
-        | Command::Send(a)
-        | Command::Echo(a)
-        | Command::Atomic(a) => a,
-        _ => {
+    let args = match cli.command.measurement() {
+        Some((_, a)) => a,
+        None => {
             return Err(cx.err(
                 verb_at,
                 format!("key 'verb' ({in_series}): not a measuring command"),

@@ -5,7 +5,7 @@ use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::results::LatencyRecord;
-use crate::spec::{LatencyMode, LatencySpec, VerbKind, ATOMIC_SIZE};
+use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 use crate::sweep::parse_list;
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
@@ -13,12 +13,11 @@ use crate::sweep::parse_list;
 pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
     let sizes = match &a.size {
         Some(s) => parse_list(s).map_err(|e| Error::usage(format!("--size: {e}")))?,
-        None if verb == VerbKind::Atomic => vec![ATOMIC_SIZE],
-        None => vec![2],
+        None => vec![verb.default_size(false)],
     };
     crate::sweep::count_points(&[("--size", sizes.len())])?;
     let mode = match verb {
-        VerbKind::Read | VerbKind::Atomic => LatencyMode::Completion,
+        v if v.completion_only() => LatencyMode::Completion,
         VerbKind::Echo if a.completion => {
             return Err(Error::usage(
                 "--completion: echo is a round trip by definition; use write --completion",

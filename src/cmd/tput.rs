@@ -5,7 +5,7 @@ use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::results::TputRecord;
-use crate::spec::{Direction, TputPoint, TputSpec, VerbKind, ATOMIC_SIZE};
+use crate::spec::{Direction, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
 use super::setup::parse_transports;
@@ -58,8 +58,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
     }
     let sizes = match &a.size {
         Some(s) => list("--size", s)?,
-        None if verb == VerbKind::Atomic => vec![ATOMIC_SIZE],
-        None => vec![64],
+        None => vec![verb.default_size(true)],
     };
     let transports = parse_transports(&a.transport)?;
     let periods = list("--signal-period", &a.signal_period)?;
