@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 use crate::verbs::{Endpoint, QueuePair, RecvList};
 
-use super::ops::{access_for, Role};
+use super::ops::{access_for, test_fault, Fault, Role};
 use super::port::Port;
 use super::qpset::{slot_bytes, QpSet, QpShape};
 
@@ -130,5 +130,13 @@ impl Side {
     /// Zeroes both areas so no marker from the previous point is seen.
     fn reset(&self) {
         self.set.mr.fill(0, 2 * self.slot, 0);
+    }
+
+    /// Test hook (`RDMA_BENCH_TEST_FAULT=atomic-word`): the atomic target
+    /// word starts at 1, so every returned value must fail verification.
+    fn plant_faults(&self, spec: &LatencySpec) {
+        if spec.verb == VerbKind::Atomic && test_fault(Fault::AtomicWord) {
+            self.set.mr.fill(self.recv_area(), 1, 1);
+        }
     }
 }

@@ -143,6 +143,7 @@ pub fn serve_latency(
             ));
         }
         side.reset();
+        side.plant_faults(&spec);
         ctl.send(&Message::Ready { index })?;
         let received = server_point(&mut side, &spec, size, index, clock, ctl)?;
         ctl.send(&Message::Finished { index, received })?;
