@@ -1,10 +1,12 @@
 //! Everything a person sees: the explanation above a table, the table's rows,
 //! and the progress bar (stderr, only on a terminal, never with --quiet).
 
+use std::cell::Cell;
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::clock::ClockInfo;
 use crate::results::{LatencyRecord, Record, TputRecord};
 use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
 
@@ -71,6 +73,7 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
 pub struct Console {
     quiet: bool,
     bar: Option<ProgressBar>,
+    clock_warned: Cell<bool>,
 }
 
 impl Console {
@@ -83,7 +86,11 @@ impl Console {
             );
             bar
         });
-        Self { quiet, bar }
+        Self {
+            quiet,
+            bar,
+            clock_warned: Cell::new(false),
+        }
     }
 
     /// Prints through the bar (if any) so lines and bar do not tangle.
@@ -158,6 +165,19 @@ impl Console {
         match r {
             Record::Latency(l) => self.row(l),
             Record::Throughput(t) => self.tput_row(t),
+        }
+    }
+
+    /// Under a latency row, once: a warning when reading `clock` costs more
+    /// than 1% of the smallest latency measured (`ClockInfo::warning`).
+    pub fn clock_note(&self, r: &Record, clock: &ClockInfo) {
+        if let Record::Latency(l) = r {
+            if !self.clock_warned.get() {
+                if let Some(w) = clock.warning(l.stats.min_ns) {
+                    self.clock_warned.set(true);
+                    self.note(&w);
+                }
+            }
         }
     }
 

@@ -5,10 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::ClockInfo;
 use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
 use crate::stats::LatencyStats;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ResultsDoc {
@@ -25,13 +26,30 @@ pub struct ResultsDoc {
     /// Where this ran when it is not plain hardware, e.g. "soft-RoCE (rxe) in a qemu guest".
     #[serde(default)]
     pub environment: Option<String>,
-    pub clock: String,
+    /// The timestamp clock (schema 1 recorded a sentence; it still loads).
+    #[serde(deserialize_with = "clock_info_or_sentence")]
+    pub clock: ClockInfo,
     pub host: HostInfo,
     pub device: DeviceInfo,
     /// Peak resident memory of this process so far (VmHWM), updated at every write.
     #[serde(default)]
     pub peak_rss_kib: Option<u64>,
     pub results: Vec<Record>,
+}
+
+/// `clock` as schema 2 writes it (an object), or as schema 1 did (a
+/// sentence such as `TSC, 2.100 GHz (calibrated against CLOCK_MONOTONIC)`).
+fn clock_info_or_sentence<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClockInfo, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Info(ClockInfo),
+        Sentence(String),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Info(info) => info,
+        Either::Sentence(s) => ClockInfo::from_legacy(&s),
+    })
 }
 
 /// One measured point of either kind.

@@ -57,7 +57,7 @@ fn latency(name: &str, args: &[&str]) -> (ResultsDoc, String) {
 
 /// Common checks: one record per size, in order, all measured, sane figures.
 fn check_points(doc: &ResultsDoc, csv: &str, sizes: &[u32], iters: u64) {
-    assert_eq!(doc.schema_version, 1);
+    assert_eq!(doc.schema_version, rdma_bench::results::SCHEMA_VERSION);
     assert_eq!(doc.device.name, device());
     let got: Vec<u32> = doc.latency().map(|r| r.size).collect();
     assert_eq!(got, sizes, "one record per size");

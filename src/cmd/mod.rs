@@ -35,6 +35,7 @@ pub fn keep<'a>(
 ) -> impl FnMut(Record) -> Result<()> + 'a {
     move |record| {
         console.record(&record);
+        console.clock_note(&record, &doc.clock);
         doc.results.push(record);
         doc.note_peak_rss();
         sink.write(doc)
