@@ -35,10 +35,11 @@ pub fn counter() -> u64 {
 pub fn counter() -> u64 {
     let v: u64;
     // SAFETY: reading cntvct_el0 at EL0 is allowed by Linux (CNTKCTL_EL1.EL0VCTEN
-    // is set); the instructions touch no memory and no stack.
+    // is set); the instructions touch no memory and no stack. (No `nomem`:
+    // the compiler must not move memory accesses across a timestamp.)
     unsafe {
         core::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v,
-            options(nomem, nostack, preserves_flags));
+            options(nostack, preserves_flags));
     }
     v
 }
