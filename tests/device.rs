@@ -1139,39 +1139,17 @@ fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
     let stats = &doc.latency().next().unwrap().stats;
     let (ours_min, ours_p50) = (stats.min_ns / 1000.0, stats.p50_ns / 1000.0);
 
+    // perftest calibrates its own cycle counter at start-up and, in a guest on
+    // the HPET, sometimes fails to (its table then says `inf`): try again.
     let gid = doc.device.gid_index.to_string();
-    let mut server = Command::new("ib_write_lat")
-        .args([
-            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18612",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ib_write_lat (perftest) is installed");
-    std::thread::sleep(Duration::from_secs(3));
-    let client = Command::new("ib_write_lat")
-        .args([
-            "-d",
-            &dev,
-            "-x",
-            &gid,
-            "-s",
-            "64",
-            "-n",
-            iters,
-            "-p",
-            "18612",
-            &ipv4(),
-        ])
-        .output()
-        .expect("ib_write_lat client runs");
-    let _ = server.wait();
-    let (pt_out, pt_err) = text(&client);
-    assert!(
-        client.status.success(),
-        "ib_write_lat failed: {pt_err}{pt_out}"
-    );
-    let (pt_min, pt_typical) = perftest_min_and_typical_us(&pt_out);
+    let (mut pt_min, mut pt_typical) = (f64::INFINITY, f64::INFINITY);
+    for attempt in 0..3u16 {
+        (pt_min, pt_typical) = perftest_write_lat_64(&dev, &gid, iters, 18620 + attempt);
+        if pt_min.is_finite() && pt_typical.is_finite() && pt_min > 0.0 {
+            break;
+        }
+        eprintln!("ib_write_lat reported t_min {pt_min} us, t_typical {pt_typical} us (its clock calibration failed); running it again");
+    }
     let (r_p50, r_min) = (ours_p50 / pt_typical, ours_min / pt_min);
     eprintln!(
         "MEASURED: kernel clocksource {}, clock {} ({:.1} ns per read): 64 B WRITE half-RTT rdma-bench/perftest p50 {r_p50:.3} ({ours_p50:.2} / {pt_typical:.2} us), min {r_min:.3} ({ours_min:.2} / {pt_min:.2} us)",
@@ -1183,4 +1161,40 @@ fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
         r_p50 > 0.5 && r_p50 < 2.0,
         "p50 ratio {r_p50:.3}: rdma-bench {ours_p50} us vs perftest {pt_typical} us"
     );
+}
+
+/// Runs ib_write_lat (server and client on this device, 64 B, `iters`) on
+/// TCP `port` and returns its (t_min, t_typical) in µs.
+fn perftest_write_lat_64(dev: &str, gid: &str, iters: &str, port: u16) -> (f64, f64) {
+    let port = port.to_string();
+    let mut server = Command::new("ib_write_lat")
+        .args(["-d", dev, "-x", gid, "-s", "64", "-n", iters, "-p", &port])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ib_write_lat (perftest) is installed");
+    std::thread::sleep(Duration::from_secs(3));
+    let client = Command::new("ib_write_lat")
+        .args([
+            "-d",
+            dev,
+            "-x",
+            gid,
+            "-s",
+            "64",
+            "-n",
+            iters,
+            "-p",
+            &port,
+            &ipv4(),
+        ])
+        .output()
+        .expect("ib_write_lat client runs");
+    let _ = server.wait();
+    let (pt_out, pt_err) = text(&client);
+    assert!(
+        client.status.success(),
+        "ib_write_lat failed: {pt_err}{pt_out}"
+    );
+    perftest_min_and_typical_us(&pt_out)
 }
