@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (must follow matplotlib.use)
 from matplotlib.legend_handler import HandlerTuple  # noqa: E402,F401  (used by scripts)
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 COLORS = plt.get_cmap("tab10").colors
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "*"]

@@ -1,6 +1,7 @@
 //! The program's error type and its exit codes: bad input is the user's to
 //! fix (exit 2); anything that fails at run time exits 1.
 
+use crate::clock::ClockError;
 use crate::verbs::VerbsError;
 
 #[derive(Debug, thiserror::Error)]
@@ -10,6 +11,9 @@ pub enum Error {
     Usage(String),
     #[error(transparent)]
     Verbs(#[from] VerbsError),
+    /// The cycle counter's calibration was implausible or unsteady.
+    #[error(transparent)]
+    Clock(#[from] ClockError),
     /// The out-of-band exchange with the peer failed or was refused.
     #[error("peer {peer}: {what}")]
     Peer { peer: String, what: String },

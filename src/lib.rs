@@ -13,6 +13,7 @@
 #![deny(unsafe_code)]
 
 pub mod abort;
+pub mod affinity;
 pub mod bench;
 pub mod cli;
 pub mod clock;

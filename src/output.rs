@@ -1,11 +1,13 @@
 //! Everything a person sees: the explanation above a table, the table's rows,
 //! and the progress bar (stderr, only on a terminal, never with --quiet).
 
+use std::cell::Cell;
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::clock::ClockInfo;
 use crate::error::{Error, Result};
 use crate::results::{LatencyRecord, Record, TputRecord};
 use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
@@ -97,6 +99,7 @@ pub struct Console {
     bar: Option<ProgressBar>,
     /// The first stdout write error; later lines are dropped, `check` reports it.
     failed: Mutex<Option<(std::io::ErrorKind, String)>>,
+    clock_warned: Cell<bool>,
 }
 
 impl Console {
@@ -113,6 +116,7 @@ impl Console {
             quiet,
             bar,
             failed: Mutex::new(None),
+            clock_warned: Cell::new(false),
         }
     }
 
@@ -207,6 +211,19 @@ impl Console {
         match r {
             Record::Latency(l) => self.row(l),
             Record::Throughput(t) => self.tput_row(t),
+        }
+    }
+
+    /// Under a latency row, once: a warning when reading `clock` costs more
+    /// than 1% of the smallest latency measured (`ClockInfo::warning`).
+    pub fn clock_note(&self, r: &Record, clock: &ClockInfo) {
+        if let Record::Latency(l) = r {
+            if !self.clock_warned.get() {
+                if let Some(w) = clock.warning(l.stats.min_ns) {
+                    self.clock_warned.set(true);
+                    self.note(&w);
+                }
+            }
         }
     }
 

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::ClockInfo;
 use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
 use crate::stats::LatencyStats;
 
@@ -85,7 +86,9 @@ pub struct ResultsDoc {
     /// Where this ran when it is not plain hardware, e.g. "soft-RoCE (rxe) in a qemu guest".
     #[serde(default)]
     pub environment: Option<String>,
-    pub clock: String,
+    /// The timestamp clock (schema 1 recorded a sentence; it still loads).
+    #[serde(deserialize_with = "clock_info_or_sentence")]
+    pub clock: ClockInfo,
     pub host: HostInfo,
     pub device: DeviceInfo,
     /// Peak resident memory of this process so far (VmHWM), updated at every write.
@@ -148,6 +151,21 @@ pub(crate) fn peer_v1_or_v2<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Pe
     })
 }
 
+/// `clock` as schema 2 writes it (an object), or as schema 1 did (a
+/// sentence such as `TSC, 2.100 GHz (calibrated against CLOCK_MONOTONIC)`).
+fn clock_info_or_sentence<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ClockInfo, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Info(ClockInfo),
+        Sentence(String),
+    }
+    Ok(match Either::deserialize(d)? {
+        Either::Info(info) => info,
+        Either::Sentence(s) => ClockInfo::from_legacy(&s),
+    })
+}
+
 /// One measured point of either kind.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -171,11 +189,7 @@ impl ResultsDoc {
 
     /// What timed the figures: `tsc`, `cntvct` or `monotonic`.
     pub fn clock_source(&self) -> String {
-        if self.clock.starts_with("TSC") {
-            "tsc".into()
-        } else {
-            "monotonic".into()
-        }
+        self.clock.source.clone()
     }
 
     pub fn latency(&self) -> impl Iterator<Item = &LatencyRecord> {

@@ -1,40 +1,161 @@
-//! The one place for OS and CPU calls outside the verbs wrappers: CPU
-//! instructions (the time-stamp counter and its CPUID check) today, and later
-//! CPU affinity, `getrusage` and the aarch64 `cntvct_el0` counter. The crate
-//! denies `unsafe` everywhere else but here and in `verbs`; each function
-//! below is safe to call and keeps its `unsafe` block small, with a `SAFETY:` line.
+//! The one place for OS and CPU calls outside the verbs wrappers: the CPU's
+//! cycle counter (the x86_64 TSC, the aarch64 virtual counter) and CPU
+//! affinity. The crate denies `unsafe` everywhere else but here and in
+//! `verbs`; each function below is safe to call and keeps its `unsafe` block
+//! small, with a `SAFETY:` line.
 
-/// Reads the time-stamp counter (0 where the CPU has none we know of).
+use std::io;
+
+/// The name of the CPU's cycle counter that [`counter`] reads, or `None`
+/// where this build knows of none (then `counter` returns 0).
+#[cfg(target_arch = "x86_64")]
+pub const COUNTER: Option<&str> = Some("tsc");
+#[cfg(target_arch = "aarch64")]
+pub const COUNTER: Option<&str> = Some("cntvct");
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const COUNTER: Option<&str> = None;
+
+/// Reads the time-stamp counter: one instruction, no syscall.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-pub fn rdtsc() -> u64 {
+pub fn counter() -> u64 {
     // SAFETY: rdtsc has no memory effects and exists on every x86_64 CPU.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
-/// Reads the time-stamp counter (0 where the CPU has none we know of).
-#[cfg(not(target_arch = "x86_64"))]
+/// Reads the generic timer's virtual count (`cntvct_el0`), which Linux lets
+/// user space read. The `isb` keeps the read from being hoisted above earlier
+/// instructions (what the kernel's own vDSO does).
+///
+/// UNTESTED: the project's machines are x86_64 and this path has not been
+/// compiled or run here (no aarch64 target installed); it follows the
+/// Arm ARM and the kernel's `arch_timer_read_cntvct_el0`.
+#[cfg(target_arch = "aarch64")]
 #[inline(always)]
-pub fn rdtsc() -> u64 {
+pub fn counter() -> u64 {
+    let v: u64;
+    // SAFETY: reading cntvct_el0 at EL0 is allowed by Linux (CNTKCTL_EL1.EL0VCTEN
+    // is set); the instructions touch no memory and no stack. (No `nomem`:
+    // the compiler must not move memory accesses across a timestamp.)
+    unsafe {
+        core::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v,
+            options(nostack, preserves_flags));
+    }
+    v
+}
+
+/// No counter known on this architecture.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+pub fn counter() -> u64 {
     0
 }
 
-/// Whether CPUID advertises an invariant TSC (leaf 0x8000_0007, EDX bit 8):
-/// the TSC runs at a constant rate in all P/C-states, so tick differences are
-/// time differences.
-#[cfg(target_arch = "x86_64")]
-pub fn invariant_tsc() -> bool {
-    // `__cpuid` became a safe function in recent Rust; older compilers need the block.
-    #[allow(unused_unsafe)]
-    // SAFETY: cpuid exists on every x86_64 CPU; the leaf's support is checked first.
+/// The counter's nominal frequency in Hz where the CPU states it
+/// (`cntfrq_el0` on aarch64; UNTESTED here, see [`counter`]); `None` on
+/// x86_64, whose TSC rate is calibrated instead.
+#[cfg(target_arch = "aarch64")]
+pub fn counter_hz() -> Option<u64> {
+    let v: u64;
+    // SAFETY: cntfrq_el0 is readable at EL0; no memory or stack is touched.
     unsafe {
-        let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
-        max >= 0x8000_0007 && core::arch::x86_64::__cpuid(0x8000_0007).edx & (1 << 8) != 0
+        core::arch::asm!("mrs {v}, cntfrq_el0", v = out(reg) v,
+            options(nomem, nostack, preserves_flags));
+    }
+    (v != 0).then_some(v)
+}
+
+/// The counter's nominal frequency (not stated on this architecture).
+#[cfg(not(target_arch = "aarch64"))]
+pub fn counter_hz() -> Option<u64> {
+    None
+}
+
+/// The CPUs the calling thread may run on (its affinity mask), ascending;
+/// empty if the kernel would not say.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain bits; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread; the size passed is the set's own.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET reads bit `cpu` of `set`, and `cpu` < CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Restricts the calling thread to `cpus` (not to the whole process).
+/// Fails with `InvalidInput` for an empty list or a CPU number at or above
+/// `CPU_SETSIZE` (1024), and with the kernel's error for CPUs that do not
+/// exist or are not allowed (e.g. outside the cgroup's cpuset).
+pub fn set_thread_cpus(cpus: &[usize]) -> io::Result<()> {
+    let limit = libc::CPU_SETSIZE as usize;
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= limit) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU list {cpus:?} is empty or names a CPU ≥ {limit}"),
+        ));
+    }
+    // SAFETY: cpu_set_t is plain bits; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: CPU_SET writes bit `cpu` of `set`, and `cpu` < CPU_SETSIZE (checked above).
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: pid 0 is the calling thread; the size passed is the set's own.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 
-/// Whether CPUID advertises an invariant TSC (never, off x86_64).
-#[cfg(not(target_arch = "x86_64"))]
-pub fn invariant_tsc() -> bool {
-    false
+/// Pins the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    set_thread_cpus(&[cpu])
+}
+
+/// The CPU the calling thread is running on right now, if the kernel says.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes no arguments and touches no caller memory.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_restricts_the_thread_and_can_be_undone() {
+        let before = allowed_cpus();
+        assert!(!before.is_empty(), "a thread runs on some CPU");
+        // On a thread of its own, so the test harness's thread keeps its mask.
+        std::thread::spawn(move || {
+            let cpu = *before.last().unwrap();
+            pin_current_thread(cpu).expect("pin to an allowed CPU");
+            assert_eq!(allowed_cpus(), vec![cpu]);
+            assert_eq!(current_cpu(), Some(cpu));
+            set_thread_cpus(&before).expect("restore");
+            assert_eq!(allowed_cpus(), before);
+        })
+        .join()
+        .unwrap();
+        assert!(set_thread_cpus(&[]).is_err());
+        assert!(pin_current_thread(1 << 20).is_err());
+    }
+
+    #[test]
+    fn the_counter_moves_forward() {
+        if COUNTER.is_some() {
+            let a = counter();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            assert!(counter() > a);
+        }
+    }
 }

@@ -23,7 +23,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
     sink.check_writable()?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
-    let clock = Clock::calibrate(Duration::from_millis(20));
+    let clock = Clock::calibrate(Duration::from_millis(10))?;
     let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
     let console = Console::new(args.quiet, plan.points() as u64);
     plan.announce(&console, port.ctx.name());

@@ -42,6 +42,7 @@ pub fn keep<'a>(
         // Saved first: a closed stdout ends the run here, with the point kept.
         if let Some(record) = doc.results.last() {
             console.record(record);
+            console.clock_note(record, &doc.clock);
         }
         console.check()
     }

@@ -108,7 +108,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     // Every client rank is in the one group: points start and stop together.
     spec.group = (size - 1) as u32;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
-    let clock = Clock::calibrate(Duration::from_millis(20));
+    let clock = Clock::calibrate(Duration::from_millis(10))?;
     let host = mpi::environment::processor_name().unwrap_or_else(|_| "?".into());
     world.barrier();
     if rank != 0 {

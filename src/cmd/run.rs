@@ -88,7 +88,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
-    let clock = Clock::calibrate(Duration::from_millis(20));
+    let clock = Clock::calibrate(Duration::from_millis(10))?;
     let (json, mut doc) = match resumed {
         Some((path, mut doc)) => {
             // The resumed file is rewritten in this version's schema.

@@ -34,7 +34,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         port.config.gid_index,
         args.max_clients
     );
-    let clock = Clock::calibrate(Duration::from_millis(20));
+    let clock = Clock::calibrate(Duration::from_millis(10))?;
     let active = Arc::new(AtomicUsize::new(0));
     let groups = Arc::new(Rendezvous::default());
     let handshake = Duration::from_secs_f64(args.timeout);

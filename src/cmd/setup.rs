@@ -172,7 +172,7 @@ pub fn new_doc(connect: Option<&str>, port: &Port, clock: &Clock) -> Result<Resu
         environment: std::env::var("RDMA_BENCH_ENVIRONMENT")
             .ok()
             .filter(|e| !e.is_empty()),
-        clock: clock.describe(),
+        clock: clock.info(),
         host: HostInfo::current(),
         device: device_info(port)?,
         peak_rss_kib: None,

@@ -1,0 +1,500 @@
+//! Which CPU each measuring thread of a point runs on. The planning is pure
+//! (allowed CPUs, the device's NUMA node, the user's `--cpu` list and the
+//! thread counts in; one CPU per thread, a warning and a description out), so
+//! it is tested without a machine of any particular shape; reading the NUMA
+//! node from sysfs is the one impure helper. Pinning itself is
+//! `sys::pin_current_thread`, called by each thread with its planned CPU.
+//!
+//! Defaults: the CPUs of the device's NUMA node (sysfs) that the process may
+//! use, else any CPUs it may use; the client and the server threads of a
+//! loopback point get different CPUs where there are enough, and the plan
+//! carries a one-line warning where there are not.
+
+use std::path::Path;
+
+/// Parses a CPU list as the kernel writes it and `--cpu` takes it: `0,2-3`,
+/// ranges inclusive, surrounding whitespace ignored. Returns the CPUs
+/// ascending without duplicates; an empty list, an empty item, a reversed
+/// range or a non-number is an error naming the item.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty CPU list (expected e.g. 0,2-3)".into());
+    }
+    let num = |t: &str, item: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("bad CPU list item '{item}' in '{s}' (expected e.g. 0,2-3)"))
+    };
+    let mut cpus = Vec::new();
+    for item in s.split(',') {
+        let item = item.trim();
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a, item)?, num(b, item)?);
+                if a > b {
+                    return Err(format!("CPU range '{item}' in '{s}' runs backwards"));
+                }
+                if b - a >= 1 << 16 {
+                    return Err(format!("CPU range '{item}' in '{s}' is implausibly long"));
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(num(item, item)?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// Writes CPUs in the kernel's compact form (`0-3,8`); the input need not be sorted.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut v = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// The NUMA node a device hangs off and that node's CPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NumaCpus {
+    pub node: u32,
+    pub cpus: Vec<usize>,
+}
+
+/// Reads the device's NUMA node (`<sysfs>/class/infiniband/DEV/device/numa_node`)
+/// and that node's CPUs (`<sysfs>/devices/system/node/nodeN/cpulist`); `None`
+/// where either is absent, unreadable or says -1 (no NUMA information, as
+/// for soft-RoCE). `sysfs` is `/sys` outside tests.
+pub fn device_numa_cpus(sysfs: &Path, device: &str) -> Option<NumaCpus> {
+    let node_file = sysfs
+        .join("class/infiniband")
+        .join(device)
+        .join("device/numa_node");
+    let node: u32 = std::fs::read_to_string(node_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let list =
+        std::fs::read_to_string(sysfs.join(format!("devices/system/node/node{node}/cpulist")))
+            .ok()?;
+    let cpus = parse_cpu_list(&list).ok()?;
+    (!cpus.is_empty()).then_some(NumaCpus { node, cpus })
+}
+
+/// What to plan for.
+#[derive(Debug, Clone, Copy)]
+pub struct PlanInput<'a> {
+    /// The CPUs this process may run on (`sys::allowed_cpus`).
+    pub allowed: &'a [usize],
+    /// The device's NUMA node and its CPUs, if sysfs says.
+    pub numa: Option<&'a NumaCpus>,
+    /// The user's `--cpu` list, if given.
+    pub user: Option<&'a [usize]>,
+    /// Measuring threads on the client side of the point in this process
+    /// (0 for a `serve` process).
+    pub client_threads: usize,
+    /// Measuring threads on the server side in this process (loopback: the
+    /// server thread(s); 0 for a client talking to a remote server).
+    pub server_threads: usize,
+}
+
+/// The CPU of each measuring thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuPlan {
+    /// `client[i]` is client thread i's CPU.
+    pub client: Vec<usize>,
+    /// `server[i]` is server thread i's CPU.
+    pub server: Vec<usize>,
+    /// One line for the console when threads had to share CPUs or leave the
+    /// device's NUMA node.
+    pub warning: Option<String>,
+    /// What to record as `affinity`, e.g.
+    /// `client 0-1, server 2-3 (CPUs of NUMA node 0 of the device)`.
+    pub description: String,
+}
+
+/// Plans one CPU per measuring thread. Errs (a usage error for the caller)
+/// when `--cpu` names CPUs this process may not use, or nothing is allowed.
+pub fn plan(input: PlanInput) -> Result<CpuPlan, String> {
+    let PlanInput {
+        allowed,
+        numa,
+        user,
+        client_threads,
+        server_threads,
+    } = input;
+    let threads = client_threads + server_threads;
+    let mut warnings = Vec::new();
+    let (pool, whence): (Vec<usize>, String) = match (user, numa) {
+        (Some(user), _) => {
+            let outside: Vec<usize> = user
+                .iter()
+                .copied()
+                .filter(|c| !allowed.contains(c))
+                .collect();
+            if !outside.is_empty() {
+                return Err(format!(
+                    "--cpu {}: CPU {} not available to this process (allowed: {})",
+                    format_cpu_list(user),
+                    format_cpu_list(&outside),
+                    format_cpu_list(allowed)
+                ));
+            }
+            if user.is_empty() {
+                return Err("--cpu: empty CPU list".into());
+            }
+            (user.to_vec(), format!("--cpu {}", format_cpu_list(user)))
+        }
+        (None, Some(numa)) => {
+            let local: Vec<usize> = allowed
+                .iter()
+                .copied()
+                .filter(|c| numa.cpus.contains(c))
+                .collect();
+            if local.len() >= threads && !local.is_empty() {
+                (
+                    local,
+                    format!("CPUs of NUMA node {} of the device", numa.node),
+                )
+            } else {
+                // Node-local CPUs first, then the others.
+                let mut pool = local.clone();
+                pool.extend(allowed.iter().copied().filter(|c| !local.contains(c)));
+                warnings.push(format!(
+                    "the device's NUMA node {} has {} usable CPU(s) for {threads} measuring threads; the rest run on other nodes",
+                    numa.node,
+                    local.len()
+                ));
+                (
+                    pool,
+                    format!(
+                        "CPUs of NUMA node {} of the device first, then any",
+                        numa.node
+                    ),
+                )
+            }
+        }
+        (None, None) => (
+            allowed.to_vec(),
+            "any allowed CPUs; the device's NUMA node is unknown".into(),
+        ),
+    };
+    if pool.is_empty() {
+        return Err("no CPU is available to this process".into());
+    }
+    // Thread k (clients first, then servers) takes the k-th CPU, wrapping
+    // around when there are fewer CPUs than threads.
+    let cpu = |k: usize| pool[k % pool.len()];
+    let client: Vec<usize> = (0..client_threads).map(cpu).collect();
+    let server: Vec<usize> = (client_threads..threads).map(cpu).collect();
+    if threads > pool.len() {
+        let shared = if client_threads > 0 && server_threads > 0 {
+            " (client and server threads share some)"
+        } else {
+            ""
+        };
+        warnings.push(format!(
+            "{threads} measuring threads on {} CPU(s) ({}): threads share CPUs{shared}, so figures may suffer",
+            pool.len(),
+            format_cpu_list(&pool)
+        ));
+    }
+    let mut sides = Vec::new();
+    if client_threads > 0 {
+        sides.push(format!("client {}", list_in_order(&client)));
+    }
+    if server_threads > 0 {
+        sides.push(format!("server {}", list_in_order(&server)));
+    }
+    let description = if sides.is_empty() {
+        format!("no measuring threads ({whence})")
+    } else {
+        format!("{} ({whence})", sides.join(", "))
+    };
+    Ok(CpuPlan {
+        client,
+        server,
+        warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+        description,
+    })
+}
+
+/// Thread i's CPU in thread order, compacted only where that order ascends
+/// by one (`0-3`), so the description says which thread runs where.
+fn list_in_order(cpus: &[usize]) -> String {
+    if cpus.windows(2).all(|w| w[1] == w[0] + 1) {
+        format_cpu_list(cpus)
+    } else {
+        cpus.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_parse_like_the_kernel_writes_them() {
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(
+            parse_cpu_list("0-3,8-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 9, 10, 11]
+        );
+        assert_eq!(parse_cpu_list(" 5 ").unwrap(), vec![5]);
+        assert_eq!(parse_cpu_list("3,1,1-2").unwrap(), vec![1, 2, 3]);
+        assert_eq!(parse_cpu_list("4-4").unwrap(), vec![4]);
+        assert_eq!(parse_cpu_list("0, 2 - 3").unwrap(), vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn bad_cpu_lists_are_refused_naming_the_item() {
+        for (bad, says) in [
+            ("", "empty"),
+            ("  \n", "empty"),
+            ("1,,2", "''"),
+            ("1,", "''"),
+            ("a", "'a'"),
+            ("-1", "'-1'"),
+            ("3-1", "backwards"),
+            ("1-", "'1-'"),
+            ("0-99999999", "implausibly long"),
+            ("1.5", "'1.5'"),
+        ] {
+            let e = parse_cpu_list(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn cpu_lists_format_compactly() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8]), "0-3,8");
+        assert_eq!(format_cpu_list(&[5, 3, 4, 3]), "3-5");
+        assert_eq!(format_cpu_list(&[0, 2, 4]), "0,2,4");
+        assert_eq!(format_cpu_list(&[]), "");
+        for s in ["0-3,8", "1", "0,2-3,7-9"] {
+            assert_eq!(format_cpu_list(&parse_cpu_list(s).unwrap()), s);
+        }
+    }
+
+    fn input<'a>(allowed: &'a [usize], c: usize, s: usize) -> PlanInput<'a> {
+        PlanInput {
+            allowed,
+            numa: None,
+            user: None,
+            client_threads: c,
+            server_threads: s,
+        }
+    }
+
+    #[test]
+    fn loopback_client_and_server_get_different_cpus() {
+        let p = plan(input(&[0, 1, 2, 3], 1, 1)).unwrap();
+        assert_eq!((p.client, p.server), (vec![0], vec![1]));
+        assert_eq!(p.warning, None);
+        assert!(
+            p.description
+                .starts_with("client 0, server 1 (any allowed CPUs"),
+            "{}",
+            p.description
+        );
+
+        let p = plan(input(&[0, 1, 2, 3], 2, 2)).unwrap();
+        assert_eq!((p.client, p.server), (vec![0, 1], vec![2, 3]));
+        assert_eq!(p.warning, None);
+        assert!(
+            p.description.starts_with("client 0-1, server 2-3"),
+            "{}",
+            p.description
+        );
+    }
+
+    #[test]
+    fn too_few_cpus_share_and_say_so() {
+        let p = plan(input(&[7], 1, 1)).unwrap();
+        assert_eq!((p.client, p.server), (vec![7], vec![7]));
+        let w = p.warning.unwrap();
+        assert!(w.contains("2 measuring threads on 1 CPU(s) (7)"), "{w}");
+        assert!(w.contains("client and server threads share"), "{w}");
+        assert!(!w.contains('\n'), "one line");
+
+        // Three CPUs, four threads: the server's second thread wraps onto CPU 0,
+        // and client and server still start on different CPUs.
+        let p = plan(input(&[0, 1, 2], 2, 2)).unwrap();
+        assert_eq!((p.client, p.server), (vec![0, 1], vec![2, 0]));
+        assert!(p.warning.is_some());
+        assert!(
+            p.description.starts_with("client 0-1, server 2,0"),
+            "{}",
+            p.description
+        );
+
+        // One side only: sharing is still worth a warning, without the loopback remark.
+        let p = plan(input(&[0, 1], 3, 0)).unwrap();
+        assert_eq!((p.client, p.server), (vec![0, 1, 0], vec![]));
+        let w = p.warning.unwrap();
+        assert!(!w.contains("client and server"), "{w}");
+    }
+
+    #[test]
+    fn numa_node_cpus_come_first_and_suffice_alone() {
+        let numa = NumaCpus {
+            node: 1,
+            cpus: vec![4, 5, 6, 7],
+        };
+        let allowed = [0, 1, 2, 3, 4, 5, 6, 7];
+        let p = plan(PlanInput {
+            numa: Some(&numa),
+            ..input(&allowed, 1, 1)
+        })
+        .unwrap();
+        assert_eq!((p.client, p.server), (vec![4], vec![5]));
+        assert_eq!(p.warning, None);
+        assert_eq!(
+            p.description,
+            "client 4, server 5 (CPUs of NUMA node 1 of the device)"
+        );
+    }
+
+    #[test]
+    fn numa_node_too_small_spills_over_with_a_warning() {
+        let numa = NumaCpus {
+            node: 0,
+            cpus: vec![0, 1],
+        };
+        // CPU 1 is not allowed (cgroup), so the node offers one CPU.
+        let allowed = [0, 2, 3];
+        let p = plan(PlanInput {
+            numa: Some(&numa),
+            ..input(&allowed, 1, 2)
+        })
+        .unwrap();
+        assert_eq!((p.client, p.server), (vec![0], vec![2, 3]));
+        let w = p.warning.unwrap();
+        assert!(
+            w.contains("NUMA node 0 has 1 usable CPU(s) for 3 measuring threads"),
+            "{w}"
+        );
+        assert!(
+            p.description.contains("NUMA node 0 of the device first"),
+            "{}",
+            p.description
+        );
+    }
+
+    #[test]
+    fn numa_node_with_no_allowed_cpu_falls_back_to_any() {
+        let numa = NumaCpus {
+            node: 1,
+            cpus: vec![8, 9],
+        };
+        let p = plan(PlanInput {
+            numa: Some(&numa),
+            ..input(&[0, 1], 1, 1)
+        })
+        .unwrap();
+        assert_eq!((p.client, p.server), (vec![0], vec![1]));
+        assert!(p.warning.unwrap().contains("has 0 usable CPU(s)"));
+    }
+
+    #[test]
+    fn the_users_list_wins_and_must_be_allowed() {
+        let numa = NumaCpus {
+            node: 0,
+            cpus: vec![0, 1],
+        };
+        let user = [2, 3];
+        let p = plan(PlanInput {
+            numa: Some(&numa),
+            user: Some(&user),
+            ..input(&[0, 1, 2, 3], 1, 1)
+        })
+        .unwrap();
+        assert_eq!((p.client, p.server), (vec![2], vec![3]));
+        assert_eq!(p.description, "client 2, server 3 (--cpu 2-3)");
+        assert_eq!(p.warning, None);
+
+        let user = [1, 5, 6];
+        let e = plan(PlanInput {
+            user: Some(&user),
+            ..input(&[0, 1, 2, 3], 1, 1)
+        })
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "--cpu 1,5-6: CPU 5-6 not available to this process (allowed: 0-3)"
+        );
+
+        let e = plan(PlanInput {
+            user: Some(&[]),
+            ..input(&[0, 1], 1, 1)
+        })
+        .unwrap_err();
+        assert!(e.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn no_allowed_cpus_is_an_error_and_no_threads_is_fine() {
+        assert!(plan(input(&[], 1, 0)).is_err());
+        let p = plan(input(&[0], 0, 0)).unwrap();
+        assert!(p.client.is_empty() && p.server.is_empty() && p.warning.is_none());
+        assert!(
+            p.description.starts_with("no measuring threads"),
+            "{}",
+            p.description
+        );
+    }
+
+    #[test]
+    fn numa_cpus_are_read_from_sysfs_and_absent_when_unknown() {
+        let root = std::env::temp_dir().join(format!("rdma-bench-affinity-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dev = root.join("class/infiniband/mlx5_0/device");
+        std::fs::create_dir_all(&dev).unwrap();
+        std::fs::create_dir_all(root.join("devices/system/node/node1")).unwrap();
+        std::fs::write(
+            root.join("devices/system/node/node1/cpulist"),
+            "8-11,24-27\n",
+        )
+        .unwrap();
+
+        assert_eq!(device_numa_cpus(&root, "mlx5_0"), None, "no numa_node file");
+        std::fs::write(dev.join("numa_node"), "-1\n").unwrap();
+        assert_eq!(device_numa_cpus(&root, "mlx5_0"), None, "-1: unknown");
+        std::fs::write(dev.join("numa_node"), "1\n").unwrap();
+        assert_eq!(
+            device_numa_cpus(&root, "mlx5_0"),
+            Some(NumaCpus {
+                node: 1,
+                cpus: vec![8, 9, 10, 11, 24, 25, 26, 27]
+            })
+        );
+        std::fs::write(dev.join("numa_node"), "2\n").unwrap();
+        assert_eq!(
+            device_numa_cpus(&root, "mlx5_0"),
+            None,
+            "node without cpulist"
+        );
+        assert_eq!(device_numa_cpus(&root, "rxe0"), None, "no such device");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
