@@ -336,16 +336,18 @@ fn perftest_typical_us(out: &str, size: u32) -> f64 {
 
 #[test]
 #[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
-fn write_half_rtt_agrees_with_perftest_within_2x() {
+fn write_half_rtt_agrees_with_perftest_within_1_5x() {
     let dev = device();
     let gid = {
         let (doc, _) = latency("gid", &["write", "-s", "64", "-n", "10"]);
         doc.device.gid_index.to_string()
     };
     let iters = "2000";
+    // Like for like: perftest inlines small WRITEs on some NICs by default;
+    // rdma-bench below runs without --inline, so perftest gets -I 0.
     let mut server = Command::new("ib_write_lat")
         .args([
-            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18602",
+            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18602", "-I", "0",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -364,6 +366,8 @@ fn write_half_rtt_agrees_with_perftest_within_2x() {
             iters,
             "-p",
             "18602",
+            "-I",
+            "0",
             &ipv4(),
         ])
         .output()
@@ -388,9 +392,15 @@ fn write_half_rtt_agrees_with_perftest_within_2x() {
         ours / perftest
     );
     let ratio = ours / perftest;
+    // Measured in the soft-RoCE guest: 1.01-1.08 over 4 runs. A missing
+    // halving (ratio about 2) or a double halving (about 0.5) must fail.
     assert!(
-        (0.5..=2.0).contains(&ratio),
-        "rdma-bench {ours} us vs perftest {perftest} us"
+        ratio > 0.67 && ratio < 1.5,
+        "rdma-bench {ours} us vs perftest {perftest} us: ratio {ratio:.2} outside (0.67, 1.5)"
+    );
+    assert!(
+        !doc.latency().next().unwrap().inline,
+        "like for like: no inline"
     );
 }
 
