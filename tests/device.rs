@@ -1265,6 +1265,45 @@ fn tput_signal_period_sets_the_completions_polled() {
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn tput_window_with_1024_qps_lasts_what_was_asked() {
+    // Filling 1024 QPs × 128 WRs outlasts the warm-up under TCG; the window
+    // must still last 0.5 s, and the device must have seen the ops.
+    let start = Instant::now();
+    let (doc, _) = latency(
+        "q1024",
+        &["write", "--tput", "outbound", "-q", "1024", "-D", "0.5"],
+    );
+    let r = doc.throughput().next().unwrap();
+    let sent_pkts = counter(r.device_counters.as_ref(), "sent_pkts", "q1024");
+    eprintln!(
+        "MEASURED: write outbound -q 1024 -D 0.5: elapsed_s {:.3}, ops {}, device sent_pkts {sent_pkts} ({:.3} per op), run took {:.1} s",
+        r.elapsed_s,
+        r.ops,
+        sent_pkts as f64 / r.ops as f64,
+        start.elapsed().as_secs_f64()
+    );
+    assert_eq!(r.requested_s, Some(0.5));
+    assert_eq!(r.qps, 1024);
+    assert!(
+        (r.ops / 1024 > 1) && r.ops < r.sent,
+        "more than one pass in the window: {r:?}"
+    );
+    assert!(
+        (0.45..=0.55).contains(&r.elapsed_s),
+        "elapsed_s {} is not within 10% of the 0.5 s asked for",
+        r.elapsed_s
+    );
+    // Every op is a WRITE and its ACK on the device; the device also retires
+    // WRs posted before the window opened, hence the loose top.
+    assert!(
+        sent_pkts >= r.ops && sent_pkts < 3 * r.ops,
+        "device sent_pkts {sent_pkts} does not confirm {} ops",
+        r.ops
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn tput_echo_honours_iters_and_the_device_agrees() {
     let (doc, _) = latency(
         "echoiters",
