@@ -1126,9 +1126,10 @@ fn latency_device_counters_confirm_iterations() {
     // show twice the packets. (name, args, iterations, packets per iteration)
     let runs: &[(&str, &[&str], u64, u64)] = &[
         // Ping-pong: both sides WRITE/SEND once per iteration, each ACKed on RC.
-        // (UC ping-pong has multi-ms outliers under TCG: 2000 took 4-8 s.)
+        // (UC ping-pong has multi-ms outliers under TCG: 2000 took 4-8 s; 500
+        // can finish inside twice the counters' cache lifespan.)
         ("lwrc", &["write"], 2000, 4),
-        ("lwuc", &["write", "-c", "uc"], 500, 2),
+        ("lwuc", &["write", "-c", "uc"], 1000, 2),
         ("lsrc", &["send"], 2000, 4),
         ("lecho", &["echo"], 2000, 4),
         // Completion latency: one request and its ACK or response.
