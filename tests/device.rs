@@ -340,16 +340,18 @@ fn perftest_typical_us(out: &str, size: u32) -> f64 {
 
 #[test]
 #[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
-fn write_half_rtt_agrees_with_perftest_within_2x() {
+fn write_half_rtt_agrees_with_perftest_within_1_5x() {
     let dev = device();
     let gid = {
         let (doc, _) = latency("gid", &["write", "-s", "64", "-n", "10"]);
         doc.device.gid_index.to_string()
     };
     let iters = "2000";
+    // Like for like: perftest inlines small WRITEs on some NICs by default;
+    // rdma-bench below runs without --inline, so perftest gets -I 0.
     let mut server = Command::new("ib_write_lat")
         .args([
-            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18602",
+            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18602", "-I", "0",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -368,6 +370,8 @@ fn write_half_rtt_agrees_with_perftest_within_2x() {
             iters,
             "-p",
             "18602",
+            "-I",
+            "0",
             &ipv4(),
         ])
         .output()
@@ -392,9 +396,15 @@ fn write_half_rtt_agrees_with_perftest_within_2x() {
         ours / perftest
     );
     let ratio = ours / perftest;
+    // Measured in the soft-RoCE guest: 1.01-1.08 over 4 runs. A missing
+    // halving (ratio about 2) or a double halving (about 0.5) must fail.
     assert!(
-        (0.5..=2.0).contains(&ratio),
-        "rdma-bench {ours} us vs perftest {perftest} us"
+        ratio > 0.67 && ratio < 1.5,
+        "rdma-bench {ours} us vs perftest {perftest} us: ratio {ratio:.2} outside (0.67, 1.5)"
+    );
+    assert!(
+        !doc.latency().next().unwrap().inline,
+        "like for like: no inline"
     );
 }
 
@@ -930,6 +940,403 @@ fn a_million_iterations_stay_under_64_mib() {
     let rss = doc.peak_rss_kib.expect("peak RSS recorded");
     eprintln!("MEASURED: 1M-iteration WRITE latency run, peak RSS {rss} KiB");
     assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
+}
+
+// ---------------------------------------------------------------------------
+// Witnesses: the device's own counters, the receiver's counts and the
+// target's atomic words, none of which share rdma-bench's counting code.
+//
+// On rxe in loopback both sides' packets land on the one device, so a point
+// counts, per op: WRITE/SEND/atomic over RC a request and its ACK (2), over
+// UC/UD the request only (1), READ a request and its response (2); every
+// payload here fits one MTU, so one packet per message. Measured on rxe0 in
+// the qemu guest these were exact (e.g. 2000 RC WRITEs: sent_pkts 4000).
+//
+// The kernel caches a port's hw_counters for `lifespan` ms (10 by default):
+// two reads closer than that return the same values. Every window here is
+// made long enough, and checked to be, so that the witness sees it.
+// ---------------------------------------------------------------------------
+
+/// A measuring run like `latency`, with extra environment and any exit
+/// status: the status, the parsed results and stderr.
+fn measure_env(
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (std::process::ExitStatus, ResultsDoc, String) {
+    let dir = scratch(name);
+    let json = dir.join("r.json");
+    let dev = device();
+    let out = Command::new(bin())
+        .args(args)
+        .args(["-d", &dev, "--quiet", "--json", json.to_str().unwrap()])
+        .envs(env.iter().copied())
+        .output()
+        .expect("the rdma-bench binary runs");
+    let (stdout, stderr) = text(&out);
+    assert!(
+        json.exists(),
+        "{args:?} wrote no results ({:?}): {stderr}{stdout}",
+        out.status
+    );
+    let doc: ResultsDoc =
+        serde_json::from_value(read_json(&json)).expect("results match the schema");
+    (out.status, doc, stderr)
+}
+
+/// How long the kernel serves cached hw_counters (ms), from sysfs.
+fn counter_lifespan_ms() -> f64 {
+    let path = format!(
+        "/sys/class/infiniband/{}/ports/1/hw_counters/lifespan",
+        device()
+    );
+    std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(10.0)
+}
+
+/// A window shorter than the counters' cache would read the same values at
+/// both edges: that is this test's mistake, not the tool's, so say so.
+fn assert_window_outlasts_counter_cache(what: &str, elapsed_s: f64) {
+    let lifespan = counter_lifespan_ms();
+    assert!(
+        elapsed_s * 1e3 > 2.0 * lifespan,
+        "{what}: the window ({:.1} ms) must outlast twice the counters' cache lifespan ({lifespan} ms) to witness it: raise -n",
+        elapsed_s * 1e3
+    );
+}
+
+/// One device counter of a record; a missing map or counter is a failure.
+fn counter(dc: Option<&std::collections::BTreeMap<String, u64>>, name: &str, what: &str) -> u64 {
+    let dc = dc.unwrap_or_else(|| panic!("{what}: no device_counters recorded"));
+    *dc.get(name)
+        .unwrap_or_else(|| panic!("{what}: device_counters has no {name}: {dc:?}"))
+}
+
+/// The device's packets against `ops` operations that send `per_op` packets
+/// each in loopback: at least that many (less one op's packets straddling a
+/// window edge) and under 1.5× (room for a retry), so a count off by 2× in
+/// either direction fails.
+fn assert_packets(
+    what: &str,
+    dc: Option<&std::collections::BTreeMap<String, u64>>,
+    ops: u64,
+    per_op: u64,
+) {
+    assert!(ops > 0, "{what}: no ops");
+    for name in ["sent_pkts", "rcvd_pkts"] {
+        let got = counter(dc, name, what);
+        eprintln!(
+            "MEASURED: {what}: {name} {got} for {ops} ops = {:.3} per op (expected {per_op})",
+            got as f64 / ops as f64
+        );
+        let lo = per_op * ops - per_op;
+        let hi = per_op * ops * 3 / 2;
+        assert!(
+            (lo..hi).contains(&got),
+            "{what}: {name} {got} outside [{lo}, {hi}) for {ops} ops × {per_op} packets: {dc:?}"
+        );
+    }
+}
+
+/// A count the device keeps per message (`rdma_sends`, `rdma_recvs`) against
+/// what rdma-bench counted: equal, give or take a message at the edges.
+fn assert_messages(
+    what: &str,
+    dc: Option<&std::collections::BTreeMap<String, u64>>,
+    name: &str,
+    want: u64,
+) {
+    let got = counter(dc, name, what);
+    eprintln!("MEASURED: {what}: {name} {got}, rdma-bench counted {want}");
+    assert!(
+        got + 2 >= want && got <= want + want / 20 + 2,
+        "{what}: device {name} {got} vs rdma-bench's {want}: {dc:?}"
+    );
+}
+
+const WITNESS_ITERS: u64 = 1000;
+const WITNESS_ITERS_S: &str = "1000";
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn tput_device_counters_confirm_ops_per_verb_and_transport() {
+    // (name, args, packets per op by transport)
+    type Run<'a> = (&'a str, &'a [&'a str], &'a [(&'a str, u64)]);
+    let runs: &[Run] = &[
+        (
+            "wcin",
+            &["write", "--tput", "inbound", "-c", "rc,uc"],
+            &[("rc", 2), ("uc", 1)],
+        ),
+        (
+            "wcout",
+            &["write", "--tput", "outbound", "-c", "rc,uc"],
+            &[("rc", 2), ("uc", 1)],
+        ),
+        ("rcin", &["read", "--tput", "inbound"], &[("rc", 2)]),
+        (
+            "scin",
+            &["send", "--tput", "inbound", "-c", "rc,uc,ud"],
+            &[("rc", 2), ("uc", 1), ("ud", 1)],
+        ),
+        (
+            "acin",
+            &["atomic", "--op", "fadd", "--tput", "inbound"],
+            &[("rc", 2)],
+        ),
+    ];
+    for (name, args, per_op) in runs {
+        let mut all = args.to_vec();
+        if args[0] != "atomic" {
+            all.extend_from_slice(&["-s", "64"]);
+        }
+        all.extend_from_slice(&["-n", WITNESS_ITERS_S, "-q", "2"]);
+        let (doc, _) = latency(name, &all);
+        assert_eq!(doc.throughput().count(), per_op.len(), "{args:?}");
+        for r in doc.throughput() {
+            let what = format!("{} {} {} tput", r.verb, r.transport, r.direction);
+            let k = per_op.iter().find(|(t, _)| *t == r.transport).unwrap().1;
+            // The counters cover thread 0's window: one thread holds every QP.
+            assert_eq!(r.threads, 1, "{what}");
+            assert_eq!(r.iters, Some(WITNESS_ITERS), "{what}");
+            assert_eq!(r.warmup_s, 0.0, "{what}: no warm-up in an --iters run");
+            assert_eq!(r.ops, WITNESS_ITERS * 2, "{what}: N per QP: {r:?}");
+            assert_eq!(r.sent, r.ops, "{what}: nothing before or after the window");
+            assert_window_outlasts_counter_cache(&what, r.elapsed_s);
+            assert_packets(&what, r.device_counters.as_ref(), r.ops, k);
+            if r.verb == "send" {
+                // The receiver counts what arrived; the device agrees on both ends.
+                let received = r.received.expect("the receiver counts SENDs");
+                if r.transport == "rc" {
+                    assert_eq!(received, r.sent, "{what}: RC loses nothing: {r:?}");
+                }
+                assert_eq!(received + r.lost.unwrap(), r.sent, "{what}: {r:?}");
+                assert_messages(&what, r.device_counters.as_ref(), "rdma_sends", r.sent);
+                assert_messages(&what, r.device_counters.as_ref(), "rdma_recvs", received);
+            }
+            if r.verb == "atomic" {
+                assert_eq!(r.verify_failures, Some(0), "{what}: {r:?}");
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn latency_device_counters_confirm_iterations() {
+    // Warm-up as long as the measured run: counters that took it in would
+    // show twice the packets. (name, args, iterations, packets per iteration)
+    let runs: &[(&str, &[&str], u64, u64)] = &[
+        // Ping-pong: both sides WRITE/SEND once per iteration, each ACKed on RC.
+        // (UC ping-pong has multi-ms outliers under TCG: 2000 took 4-8 s; 500
+        // can finish inside twice the counters' cache lifespan.)
+        ("lwrc", &["write"], 2000, 4),
+        ("lwuc", &["write", "-c", "uc"], 1000, 2),
+        ("lsrc", &["send"], 2000, 4),
+        ("lecho", &["echo"], 2000, 4),
+        // Completion latency: one request and its ACK or response.
+        ("lwcomp", &["write", "--completion"], 2000, 2),
+        ("lread", &["read"], 2000, 2),
+        ("lfadd", &["atomic", "--op", "fadd"], 2000, 2),
+    ];
+    for (name, args, n, per_iter) in runs {
+        let n_s = n.to_string();
+        let mut all = args.to_vec();
+        if args[0] != "atomic" {
+            all.extend_from_slice(&["-s", "64"]);
+        }
+        all.extend_from_slice(&["-n", &n_s, "--warmup", &n_s]);
+        let (doc, _) = latency(name, &all);
+        let r = doc.latency().next().unwrap();
+        let what = format!("{} {} {} latency", r.verb, r.transport, r.metric);
+        assert_eq!(r.iters, *n, "{what}");
+        eprintln!(
+            "MEASURED: {what}: {n} iterations in {:.1} ms",
+            r.elapsed_s * 1e3
+        );
+        assert_window_outlasts_counter_cache(&what, r.elapsed_s);
+        assert_packets(&what, r.device_counters.as_ref(), r.iters, *per_iter);
+        if r.verb == "send" {
+            // Each side SENDs once per iteration and receives the other's.
+            let dc = r.device_counters.as_ref();
+            assert_messages(&what, dc, "rdma_sends", 2 * r.iters);
+            assert_messages(&what, dc, "rdma_recvs", 2 * r.iters);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn tput_atomics_are_verified_by_the_target_words() {
+    for op in ["fadd", "cas"] {
+        let args = [
+            "atomic", "--op", op, "--tput", "inbound", "-n", "1000", "-q", "2",
+        ];
+        let (status, doc, stderr) = measure_env(&format!("av{op}"), &args, &[]);
+        assert!(status.success(), "{op}: {status:?}: {stderr}");
+        let r = doc.throughput().next().unwrap();
+        assert_eq!(r.ops, 2000, "{op}: {r:?}");
+        assert_window_outlasts_counter_cache(op, r.elapsed_s);
+        assert_eq!(
+            r.verify_failures,
+            Some(0),
+            "{op}: every word adds up: {r:?}"
+        );
+        assert_packets(
+            &format!("atomic {op} tput"),
+            r.device_counters.as_ref(),
+            r.ops,
+            2,
+        );
+        if op == "cas" {
+            // Not faulted: the hook starts QP 0's word at 1, and a CAS chain
+            // k→k+1 realigns after one failed CAS (the next finds 1 and swaps
+            // 2), so the final word still equals the CASes posted (measured:
+            // verify_failures 0). CAS needs a hook word outside the chain.
+            continue;
+        }
+        // The test hook starts QP 0's target word at 1: the check must notice.
+        let (status, doc, stderr) = measure_env(
+            &format!("avf{op}"),
+            &args,
+            &[("RDMA_BENCH_TEST_FAULT", "atomic-word")],
+        );
+        let r = doc.throughput().next().unwrap();
+        eprintln!(
+            "MEASURED: atomic {op} with the atomic-word fault: verify_failures {:?}, exit {status:?}",
+            r.verify_failures
+        );
+        assert!(
+            r.verify_failures.is_some_and(|f| f > 0),
+            "{op}: a wrong starting word must be reported: {r:?}\n{stderr}"
+        );
+        // exit 1 on verify failure: lead's change
+        // assert_eq!(status.code(), Some(1), "{op}: {stderr}");
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn tput_signal_period_sets_the_completions_polled() {
+    // N a multiple of 64 and 128, so the expected counts are whole.
+    let (doc, _) = latency(
+        "sig1v64",
+        &[
+            "write", "--tput", "inbound", "-s", "64", "-n", "2048", "-S", "1,64",
+        ],
+    );
+    let by = |s: u32| doc.throughput().find(|r| r.signal_period == s).unwrap();
+    let (a, b) = (by(1), by(64));
+    assert_eq!(a.sent, 2048);
+    assert_window_outlasts_counter_cache("S=1", a.elapsed_s);
+    assert_window_outlasts_counter_cache("S=64", b.elapsed_s);
+    assert_eq!(a.effective_signal_period, Some(1));
+    assert_eq!(a.completions, a.sent, "S=1: one CQE per WR: {a:?}");
+    assert_eq!(b.effective_signal_period, Some(64));
+    assert!(
+        (b.sent / 64..=b.sent / 64 + 1).contains(&b.completions),
+        "S=64: one CQE per 64 WRs: {b:?}"
+    );
+    // Signaling changes the CQEs, not the packets.
+    for r in [a, b] {
+        assert_packets(
+            &format!("write rc tput S={}", r.signal_period),
+            r.device_counters.as_ref(),
+            r.ops,
+            2,
+        );
+    }
+    // S above the window runs at the window, and says so.
+    let (doc, _) = latency(
+        "sig256w128",
+        &[
+            "write", "--tput", "inbound", "-s", "64", "-n", "2048", "-S", "256", "--window", "128",
+        ],
+    );
+    let r = doc.throughput().next().unwrap();
+    eprintln!(
+        "MEASURED: S=1 {} CQEs, S=64 {} CQEs, S=256 window 128 {} CQEs, for 2048 WRs each",
+        a.completions, b.completions, r.completions
+    );
+    assert_eq!(r.signal_period, 256, "the S asked for is recorded");
+    assert_eq!(r.effective_signal_period, Some(128), "{r:?}");
+    assert!(
+        (r.sent / 128..=r.sent / 128 + 1).contains(&r.completions),
+        "S=256 runs as S=128: {r:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn tput_window_with_1024_qps_lasts_what_was_asked() {
+    // Filling 1024 QPs × 128 WRs outlasts the warm-up under TCG; the window
+    // must still last 0.5 s, and the device must have seen the ops.
+    let start = Instant::now();
+    let (doc, _) = latency(
+        "q1024",
+        &["write", "--tput", "outbound", "-q", "1024", "-D", "0.5"],
+    );
+    let r = doc.throughput().next().unwrap();
+    let sent_pkts = counter(r.device_counters.as_ref(), "sent_pkts", "q1024");
+    eprintln!(
+        "MEASURED: write outbound -q 1024 -D 0.5: elapsed_s {:.3}, ops {}, device sent_pkts {sent_pkts} ({:.3} per op), run took {:.1} s",
+        r.elapsed_s,
+        r.ops,
+        sent_pkts as f64 / r.ops as f64,
+        start.elapsed().as_secs_f64()
+    );
+    assert_eq!(r.requested_s, Some(0.5));
+    assert_eq!(r.qps, 1024);
+    assert!(
+        (r.ops / 1024 > 1) && r.ops < r.sent,
+        "more than one pass in the window: {r:?}"
+    );
+    assert!(
+        (0.45..=0.55).contains(&r.elapsed_s),
+        "elapsed_s {} is not within 10% of the 0.5 s asked for",
+        r.elapsed_s
+    );
+    // Every op is a WRITE and its ACK on the device; the device also retires
+    // WRs posted before the window opened, hence the loose top.
+    assert!(
+        sent_pkts >= r.ops && sent_pkts < 3 * r.ops,
+        "device sent_pkts {sent_pkts} does not confirm {} ops",
+        r.ops
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn tput_echo_honours_iters_and_the_device_agrees() {
+    let (doc, _) = latency(
+        "echoiters",
+        &["echo", "--tput", "-n", "200", "-q", "4", "-c", "uc,rc"],
+    );
+    assert_eq!(doc.throughput().count(), 2);
+    for r in doc.throughput() {
+        let what = format!("echo {} tput", r.transport);
+        assert_eq!(r.threads, 1, "{what}");
+        assert_eq!(r.iters, Some(200), "{what}");
+        assert_eq!(r.warmup_s, 0.0, "{what}");
+        assert_eq!(r.ops, 200 * 4, "{what}: N round trips per QP: {r:?}");
+        assert!(r.per_qp_ops.iter().all(|&o| o == 200), "{what}: {r:?}");
+        // 800 round trips take tens of ms under TCG: enough for the counters.
+        assert_window_outlasts_counter_cache(&what, r.elapsed_s);
+        assert_eq!(
+            r.received,
+            Some(r.ops),
+            "{what}: the server saw each request"
+        );
+        assert_eq!(r.responses, Some(r.ops), "{what}: each got its response");
+        // Requests are WRITEs (ACKed over RC), responses UD SENDs.
+        let per_rt = if r.transport == "rc" { 3 } else { 2 };
+        let dc = r.device_counters.as_ref();
+        assert_packets(&what, dc, r.ops, per_rt);
+        assert_messages(&what, dc, "rdma_sends", r.ops);
+        assert_messages(&what, dc, "rdma_recvs", r.ops);
+    }
 }
 
 // ---------------------------------------------------------------------------
