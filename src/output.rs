@@ -69,7 +69,7 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
     let window = match spec.iters {
         Some(n) => format!("{n} WRs per QP, timed from start to last completion"),
         None => format!(
-            "{:.2} s measured per point after {:.2} s warm-up; ops = WRs (echo: round trips) in that window, timed until they completed",
+            "{:.2} s measured per point after {:.2} s warm-up; ops = WRs posted (echo: round trips completed) in that window; WRs in flight at its end are drained outside it",
             spec.duration_s, spec.warmup_s
         ),
     };

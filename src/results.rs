@@ -208,7 +208,8 @@ impl ResultsDoc {
 }
 
 /// One throughput point. Ops are the WRs posted inside the measured window
-/// (warm-up excluded), timed until the last of them has completed.
+/// (warm-up excluded), over a window of the requested length; an --iters
+/// run counts every WR, timed until the last has completed.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TputRecord {
     /// The experiment series this point belongs to (`rdma-bench run`).

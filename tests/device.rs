@@ -1190,14 +1190,8 @@ fn tput_atomics_are_verified_by_the_target_words() {
             r.ops,
             2,
         );
-        if op == "cas" {
-            // Not faulted: the hook starts QP 0's word at 1, and a CAS chain
-            // k→k+1 realigns after one failed CAS (the next finds 1 and swaps
-            // 2), so the final word still equals the CASes posted (measured:
-            // verify_failures 0). CAS needs a hook word outside the chain.
-            continue;
-        }
-        // The test hook starts QP 0's target word at 1: the check must notice.
+        // The test hook starts every target word at 1<<63, a value no
+        // fetch-add count or CAS chain reaches: the check must notice.
         let (status, doc, stderr) = measure_env(
             &format!("avf{op}"),
             &args,
@@ -1212,8 +1206,11 @@ fn tput_atomics_are_verified_by_the_target_words() {
             r.verify_failures.is_some_and(|f| f > 0),
             "{op}: a wrong starting word must be reported: {r:?}\n{stderr}"
         );
-        // exit 1 on verify failure: lead's change
-        // assert_eq!(status.code(), Some(1), "{op}: {stderr}");
+        assert_eq!(status.code(), Some(1), "{op}: {stderr}");
+        assert!(
+            stderr.contains("did not verify"),
+            "{op}: the error names the failure: {stderr}"
+        );
     }
 }
 

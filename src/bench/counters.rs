@@ -2,13 +2,22 @@
 //! counts: rxe and mlx5 expose per-port counters in sysfs
 //! (`/sys/class/infiniband/DEV/ports/N/hw_counters/*` and `counters/*`).
 //! They are read at the edges of a measured window only, never inside it.
+//!
+//! The kernel caches `hw_counters` for `lifespan` milliseconds (rxe: 12):
+//! a read within that time of the previous one returns the old values. So a
+//! read waits out the rest of the lifespan first, and every reading is fresh.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// The counter files of one device port, found once when the port opens.
 #[derive(Debug, Default)]
 pub struct DeviceCounters {
     files: Vec<(String, PathBuf)>,
+    /// How long the kernel caches the values (hw_counters/lifespan).
+    lifespan: Duration,
+    last_read: Mutex<Option<Instant>>,
 }
 
 /// One reading of every counter; `None` where a file could not be read.
@@ -23,6 +32,11 @@ impl DeviceCounters {
     pub fn open_under(root: &std::path::Path, device: &str, port: u8) -> Self {
         let port_dir = root.join(device).join("ports").join(port.to_string());
         let mut files = Vec::new();
+        // A setting, not a counter: how long values are cached, in ms.
+        let lifespan = std::fs::read_to_string(port_dir.join("hw_counters/lifespan"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .map_or(Duration::ZERO, Duration::from_millis);
         for (dir, prefix) in [("hw_counters", ""), ("counters", "port_")] {
             let Ok(entries) = std::fs::read_dir(port_dir.join(dir)) else {
                 continue;
@@ -30,14 +44,19 @@ impl DeviceCounters {
             for e in entries.flatten() {
                 let path = e.path();
                 if path.is_file() {
-                    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-                        files.push((format!("{prefix}{name}"), path.clone()));
+                    match path.file_name().and_then(|n| n.to_str()) {
+                        Some("lifespan") | None => {}
+                        Some(name) => files.push((format!("{prefix}{name}"), path.clone())),
                     }
                 }
             }
         }
         files.sort();
-        DeviceCounters { files }
+        DeviceCounters {
+            files,
+            lifespan,
+            last_read: Mutex::new(None),
+        }
     }
 
     pub fn open(device: &str, port: u8) -> Self {
@@ -48,8 +67,18 @@ impl DeviceCounters {
         self.files.is_empty()
     }
 
-    /// Reads every counter (a few small sysfs reads: window edges only).
+    /// Reads every counter (a few small sysfs reads: window edges only),
+    /// first waiting out what remains of the kernel's cache lifespan.
     pub fn read(&self) -> CounterSnapshot {
+        let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = *last {
+            let fresh_at = t + self.lifespan + Duration::from_millis(1);
+            let now = Instant::now();
+            if fresh_at > now {
+                std::thread::sleep(fresh_at - now);
+            }
+        }
+        *last = Some(Instant::now());
         CounterSnapshot(
             self.files
                 .iter()
@@ -82,11 +111,17 @@ mod tests {
         std::fs::write(hw.join("sent_pkts"), "100\n").unwrap();
         std::fs::write(hw.join("rcvd_pkts"), "7\n").unwrap();
         std::fs::write(hw.join("broken"), "n/a\n").unwrap();
+        std::fs::write(hw.join("lifespan"), "30\n").unwrap();
         let c = DeviceCounters::open_under(&root, "rxe9", 1);
         assert!(!c.is_empty());
         let before = c.read();
         std::fs::write(hw.join("sent_pkts"), "250\n").unwrap();
+        let t = Instant::now();
         let after = c.read();
+        assert!(
+            t.elapsed() >= Duration::from_millis(25),
+            "waits out the cache lifespan"
+        );
         let d = c.delta(&before, &after);
         assert_eq!(d.get("sent_pkts"), Some(&150));
         assert_eq!(d.get("rcvd_pkts"), Some(&0));
@@ -94,6 +129,7 @@ mod tests {
             !d.contains_key("broken"),
             "unreadable counters are absent, not 0"
         );
+        assert!(!d.contains_key("lifespan"), "a setting, not a counter");
         assert!(DeviceCounters::open_under(&root, "nodev", 1).is_empty());
         std::fs::remove_dir_all(&root).ok();
     }

@@ -133,7 +133,7 @@ pub fn atomic_expected(k: u64) -> u64 {
 /// `RDMA_BENCH_TEST_FAULT` (read at setup, never in a measured loop).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {
-    /// The atomic target word starts at 1 instead of 0.
+    /// The atomic target word starts at 1<<63 instead of 0.
     AtomicWord,
 }
 

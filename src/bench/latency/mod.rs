@@ -133,10 +133,11 @@ impl Side {
     }
 
     /// Test hook (`RDMA_BENCH_TEST_FAULT=atomic-word`): the atomic target
-    /// word starts at 1, so every returned value must fail verification.
+    /// word starts at 1<<63 (top byte 0x80), so every returned value must
+    /// fail verification.
     fn plant_faults(&self, spec: &LatencySpec) {
         if spec.verb == VerbKind::Atomic && test_fault(Fault::AtomicWord) {
-            self.set.mr.fill(self.recv_area(), 1, 1);
+            self.set.mr.fill(self.recv_area() + 7, 1, 0x80);
         }
     }
 }

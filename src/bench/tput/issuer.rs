@@ -110,19 +110,20 @@ fn issue_thread(
         timer.reopen(clock.now());
     }
     let mut last_progress = t0;
-    loop {
+    let closed_at = loop {
         let now = clock.now();
-        if timer.over(now) {
-            break;
+        let done = match window.iters {
+            None => timer.over(now),
+            Some(_) => tx.completed.iter().all(|&c| c >= limit),
+        };
+        if done {
+            break now;
         }
         if timer.opens(now) {
             base.copy_from_slice(&tx.posted);
             if edges.open() {
                 timer.reopen(clock.now());
             }
-        }
-        if window.iters.is_some() && tx.completed.iter().all(|&c| c >= limit) {
-            break;
         }
         let mut progress = false;
         for q in 0..n {
@@ -162,11 +163,14 @@ fn issue_thread(
                 format!("any completion on thread {thread}'s QPs (QP {qpn}…): the peer stopped answering")
             })?;
         }
-    }
-    // Ops are the WRs posted in the window; the window closes when the last
-    // of them has completed (so no count waits on a signaling period).
+    };
+    // Ops are the WRs posted in the window. In steady state every post
+    // follows the completion that freed its room, so this is the completion
+    // rate over exactly the requested time; WRs still in flight at its end
+    // (thousands of QPs hold many) are drained below, outside the window.
+    // An --iters run's window ends when its last WR has completed.
+    let counters = edges.close();
     let per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
-    let in_window = tx.posted.clone();
     // Make the last WR of every QP signaled, so everything posted retires.
     for (q, list) in lists.iter_mut().enumerate() {
         if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
@@ -178,22 +182,16 @@ fn issue_thread(
             tx.posted[q] += pl;
         }
     }
-    let retire = |tx: &mut SendTracker, target: &[u64]| {
-        patience.wait(
-            || format!("the last completions of thread {thread} (QP {qpn}…)"),
-            || {
-                tx.reap(&set.send_cq, verb)?;
-                Ok(tx.reached(target).then_some(()))
-            },
-        )
-    };
-    retire(&mut tx, &in_window)?;
-    let t_end = clock.now();
-    let counters = edges.close();
-    // The drain batch too, so the target has seen everything before counts are compared.
+    // Everything posted retires, so the target has seen it all before counts are compared.
     let all = tx.posted.clone();
-    retire(&mut tx, &all)?;
-    let elapsed_s = clock.to_ns(t_end.wrapping_sub(timer.opened)) as f64 / 1e9;
+    patience.wait(
+        || format!("the last completions of thread {thread} (QP {qpn}…)"),
+        || {
+            tx.reap(&set.send_cq, verb)?;
+            Ok(tx.reached(&all).then_some(()))
+        },
+    )?;
+    let elapsed_s = clock.to_ns(closed_at.wrapping_sub(timer.opened)) as f64 / 1e9;
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
             .with_counters(counters),

@@ -53,8 +53,11 @@ impl TargetSet {
     pub fn connect(&mut self, remotes: &[Endpoint], p: &TputPoint) -> Result<()> {
         self.set.connect(remotes)?;
         if self.atomic && test_fault(Fault::AtomicWord) {
-            // Test hook: a word that does not start at 0 must fail verification.
-            self.set.mr.fill(0, 1, 1);
+            // Test hook: every word starts at 1<<63 (its top byte 0x80), which
+            // no fetch-add count or CAS chain from 0 reaches.
+            for q in 0..self.set.qps.len() {
+                self.set.mr.fill(self.set.offset(q) + 7, 1, 0x80);
+            }
         }
         if self.sink.is_some() {
             let slot = slot_bytes(p.size) as u32;
