@@ -98,6 +98,44 @@ pub fn device_numa_cpus(sysfs: &Path, device: &str) -> Option<NumaCpus> {
     (!cpus.is_empty()).then_some(NumaCpus { node, cpus })
 }
 
+/// The plan this process's measuring threads follow, installed once by the
+/// command before anything is measured.
+static PLAN: std::sync::OnceLock<CpuPlan> = std::sync::OnceLock::new();
+
+/// The CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    crate::sys::allowed_cpus()
+}
+
+/// Which side of a point a measuring thread belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// Makes `plan` the one the measuring threads pin to (the first one wins).
+pub fn install(plan: CpuPlan) {
+    let _ = PLAN.set(plan);
+}
+
+/// Pins the calling thread, the `index`-th measuring thread of `side`, to
+/// its planned CPU (wrapping when a point has more threads than planned).
+/// Without a plan, or where the kernel refuses, the thread stays unpinned:
+/// a setup-time syscall, never inside a measured loop.
+pub fn pin(side: Side, index: usize) {
+    let Some(plan) = PLAN.get() else {
+        return;
+    };
+    let cpus = match side {
+        Side::Client => &plan.client,
+        Side::Server => &plan.server,
+    };
+    if let Some(&cpu) = cpus.get(index % cpus.len().max(1)) {
+        let _ = crate::sys::pin_current_thread(cpu);
+    }
+}
+
 /// What to plan for.
 #[derive(Debug, Clone, Copy)]
 pub struct PlanInput<'a> {

@@ -95,6 +95,14 @@ pub struct DeviceArgs {
     #[arg(short = 'x', long, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(0..=255))]
     pub gid_index: Option<u32>,
+    /// CPUs for the measuring threads, e.g. 0,2-3 (default: the device's NUMA
+    /// node when sysfs names one, else any; client and server threads apart).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub cpu: Option<Vec<usize>>,
+}
+
+fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    crate::affinity::parse_cpu_list(s)
 }
 
 #[derive(Debug, Args)]

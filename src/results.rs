@@ -89,6 +89,10 @@ pub struct ResultsDoc {
     /// The timestamp clock (schema 1 recorded a sentence; it still loads).
     #[serde(deserialize_with = "clock_info_or_sentence")]
     pub clock: ClockInfo,
+    /// Where this process's measuring threads were pinned, and why there
+    /// (`--cpu`, the device's NUMA node, or any CPU).
+    #[serde(default)]
+    pub affinity: Option<String>,
     pub host: HostInfo,
     pub device: DeviceInfo,
     /// Peak resident memory of this process so far (VmHWM), updated at every write.

@@ -59,6 +59,9 @@ fn latency(name: &str, args: &[&str]) -> (ResultsDoc, String) {
 fn check_points(doc: &ResultsDoc, csv: &str, sizes: &[u32], iters: u64) {
     assert_eq!(doc.schema_version, rdma_bench::results::SCHEMA_VERSION);
     assert_eq!(doc.device.name, device());
+    // The measuring threads were pinned, and the file says where.
+    let affinity = doc.affinity.as_deref().unwrap_or_default();
+    assert!(affinity.starts_with("client "), "affinity: {affinity:?}");
     let got: Vec<u32> = doc.latency().map(|r| r.size).collect();
     assert_eq!(got, sizes, "one record per size");
     assert_eq!(doc.results.len(), sizes.len(), "only latency records");

@@ -12,7 +12,7 @@ use crate::output::Console;
 use crate::spec::VerbKind;
 
 use super::plan::Plan;
-use super::setup::new_doc;
+use super::setup::{new_doc, plan_cpus};
 
 pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     #[cfg(feature = "mpi")]
@@ -25,7 +25,13 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let clock = Clock::calibrate(Duration::from_millis(10))?;
     let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
+    let (client, server) = plan.threads(args.connect.is_none());
+    let (affinity, warning) = plan_cpus(&args.device, &port, client, server)?;
+    doc.affinity = Some(affinity);
     let console = Console::new(args.quiet, plan.points() as u64);
+    if let Some(w) = warning {
+        console.note(&format!("warning: {w}"));
+    }
     plan.announce(&console, port.ctx.name());
     // The files exist (and parse) from the start, whatever happens next.
     sink.write(&doc)?;

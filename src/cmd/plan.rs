@@ -111,6 +111,22 @@ impl Plan {
         }
     }
 
+    /// The measuring threads this process runs for the plan: (client side,
+    /// server side); the server side only in loopback.
+    pub fn threads(&self, loopback: bool) -> (usize, usize) {
+        let (client, server) = match self {
+            Plan::Latency(_) => (1, 1),
+            Plan::Tput(s, _) => {
+                let most = s.points.iter().map(|p| p.threads).max().unwrap_or(1) as usize;
+                match s.direction {
+                    Direction::Outbound => (1, most),
+                    Direction::Inbound | Direction::Echo => (most, 1),
+                }
+            }
+        };
+        (client, if loopback { server } else { 0 })
+    }
+
     fn timeout_s(&self) -> f64 {
         match self {
             Plan::Latency(s) => s.timeout_s,

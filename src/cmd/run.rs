@@ -16,7 +16,7 @@ use crate::output::{print_line, Console};
 use crate::results::SCHEMA_VERSION;
 
 use super::plan::{record_id, Plan};
-use super::setup::new_doc;
+use super::setup::{new_doc, plan_cpus};
 
 /// `<experiment>-<device>-<host>-<UTC time>`, safe as a file name.
 pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> String {
@@ -124,7 +124,17 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let csv = json.with_extension("csv");
     let sink = ResultsSink::new(Some(json.clone()), Some(csv.clone()));
     let todo: usize = plans.iter().map(|(_, p)| p.points()).sum();
+    let loopback = args.connect.is_none();
+    let (client, server) = plans.iter().fold((1, 0), |(c, s), (_, p)| {
+        let (pc, ps) = p.threads(loopback);
+        (c.max(pc), s.max(ps))
+    });
+    let (affinity, warning) = plan_cpus(&args.device, &port, client, server)?;
+    doc.affinity = Some(affinity);
     let console = Console::new(args.quiet, todo as u64);
+    if let Some(w) = warning {
+        console.note(&format!("warning: {w}"));
+    }
     if let Some(d) = &exp.description {
         console.note(&format!("{}: {}", exp.name, printable(d)));
     }

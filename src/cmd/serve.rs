@@ -35,6 +35,16 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         args.max_clients
     );
     let clock = Clock::calibrate(Duration::from_millis(10))?;
+    // Clients' points are not known yet: one measuring thread per usable CPU.
+    let threads = match &args.device.cpu {
+        Some(list) => list.len(),
+        None => crate::affinity::allowed_cpus().len(),
+    };
+    let (affinity, warning) = super::setup::plan_cpus(&args.device, &port, 0, threads.max(1))?;
+    eprintln!("serve: measuring threads pinned: {affinity}");
+    if let Some(w) = warning {
+        eprintln!("serve: warning: {w}");
+    }
     let active = Arc::new(AtomicUsize::new(0));
     let groups = Arc::new(Rendezvous::default());
     let handshake = Duration::from_secs_f64(args.timeout);

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::bench::Port;
-use crate::cli::DEFAULT_PORT;
+use crate::cli::{DeviceArgs, DEFAULT_PORT};
 use crate::clock::Clock;
 use crate::connect::TcpChannel;
 use crate::device_name;
@@ -154,6 +154,31 @@ pub fn bind_address(bind: &str, port: u16) -> Result<SocketAddr> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// Plans the CPUs of this process's measuring threads (`--cpu`, else the
+/// device's NUMA node, else any; client and server threads apart) and
+/// installs the plan they pin to. Returns what to record as `affinity` and
+/// a one-line warning where threads must share CPUs or leave the node.
+pub fn plan_cpus(
+    args: &DeviceArgs,
+    port: &Port,
+    client_threads: usize,
+    server_threads: usize,
+) -> Result<(String, Option<String>)> {
+    let allowed = crate::affinity::allowed_cpus();
+    let numa = crate::affinity::device_numa_cpus(std::path::Path::new("/sys"), port.ctx.name());
+    let plan = crate::affinity::plan(crate::affinity::PlanInput {
+        allowed: &allowed,
+        numa: numa.as_ref(),
+        user: args.cpu.as_deref(),
+        client_threads,
+        server_threads,
+    })
+    .map_err(Error::usage)?;
+    let out = (plan.description.clone(), plan.warning.clone());
+    crate::affinity::install(plan);
+    Ok(out)
+}
+
 /// The results document of a run, before any point is measured.
 pub fn new_doc(connect: Option<&str>, port: &Port, clock: &Clock) -> Result<ResultsDoc> {
     Ok(ResultsDoc {
@@ -176,6 +201,7 @@ pub fn new_doc(connect: Option<&str>, port: &Port, clock: &Clock) -> Result<Resu
         host: HostInfo::current(),
         device: device_info(port)?,
         peak_rss_kib: None,
+        affinity: None,
         results: Vec::new(),
     })
 }

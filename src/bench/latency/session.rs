@@ -1,6 +1,7 @@
 //! A whole latency run over one connection: the handshake, then one point per
 //! size with a barrier before and after each, for the client and the server.
 
+use crate::affinity::{self, Side};
 use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
@@ -59,6 +60,7 @@ pub fn run_client(
 ) -> Result<()> {
     let d = deadlines(spec);
     let room = check_against_device(spec, port)?;
+    affinity::pin(Side::Client, 0);
     let unconnected = UnconnectedSide::new(port, spec, Role::Client, room)?;
     let accepted = hello(
         ctl,
@@ -122,6 +124,7 @@ pub fn serve_latency(
         Ok(room) => room,
         Err(e) => return Err(refuse(ctl, e)),
     };
+    affinity::pin(Side::Server, 0);
     let unconnected = UnconnectedSide::new(port, &spec, Role::Server, room)?;
     let endpoint = unconnected.endpoint();
     let mut side = unconnected.connect(client, &spec)?;

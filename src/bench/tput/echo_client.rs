@@ -189,7 +189,7 @@ impl EchoClientSet {
 
 /// Runs the echo client threads; every completed round trip is one op.
 pub fn run_echo_client(sets: &mut [EchoClientSet], ctx: &PointCtx<'_>) -> Result<DriverReport> {
-    run_threads(sets, |t, set, barrier| {
+    run_threads(sets, ctx.side, |t, set, barrier| {
         echo_client_thread(t, set, ctx, barrier)
     })
 }

@@ -71,7 +71,9 @@ fn stamp(list: &mut SendList, j: usize, q: usize, seq: u64, signaled: bool, chai
 
 /// Runs the issuing threads of a point; returns what they measured.
 pub fn run_issuer(sets: &mut [IssuerSet], ctx: &PointCtx<'_>) -> Result<DriverReport> {
-    run_threads(sets, |t, set, barrier| issue_thread(t, set, ctx, barrier))
+    run_threads(sets, ctx.side, |t, set, barrier| {
+        issue_thread(t, set, ctx, barrier)
+    })
 }
 
 fn issue_thread(

@@ -3,6 +3,7 @@
 //! the driving side reports what it measured while the other reports what it
 //! received.
 
+use crate::affinity::{self, Side};
 use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
@@ -122,11 +123,13 @@ pub fn run_tput_client(
     mut on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
     spec.validate_device(&device_limits(spec, port)?)?;
+    // This thread drives the client's target (outbound) and its barriers.
+    affinity::pin(Side::Client, 0);
     let d = deadlines(spec);
     let peer = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?.peer;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
-        let ctx = PointCtx::new(spec, p, clock, &port.counters);
+        let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client);
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,
@@ -201,6 +204,8 @@ pub fn serve_tput(
         return Err(refuse(ctl, e));
     }
     accept(ctl, None, port.ctx.name())?;
+    // This thread runs the server's target or echo loop.
+    affinity::pin(Side::Server, 0);
     let d = deadlines(&spec);
     // Clients of one group run the same spec: its text names their meeting rooms.
     let spec_key = serde_json::to_string(&spec).expect("specs serialise");
@@ -230,7 +235,7 @@ pub fn serve_tput(
                 Error::usage(format!("point {index} was not in the agreed test")),
             ));
         }
-        let ctx = PointCtx::new(&spec, &p, clock, &port.counters);
+        let ctx = PointCtx::new(&spec, &p, clock, &port.counters, Side::Server);
         let mut side = PointSide::<EchoServer>::build(port, &spec, &p)?;
         side.connect(&client_eps, &ctx)?;
         ctl.send(&Message::TputReady {

@@ -3,6 +3,7 @@
 
 use std::sync::Barrier;
 
+use crate::affinity::{self, Side};
 use crate::error::{Error, Result};
 use crate::report::{CounterDeltas, DriverReport, ThreadFigure};
 
@@ -59,8 +60,11 @@ impl ThreadResult {
 }
 
 /// Runs `work` on one scoped thread per set, started together; sums what they measured.
+/// Each thread is pinned to the CPU planned for the `t`-th measuring
+/// thread of `side` before it starts.
 pub fn run_threads<S: Send>(
     sets: &mut [S],
+    side: Side,
     work: impl Fn(u32, &mut S, &Barrier) -> Result<ThreadResult> + Sync,
 ) -> Result<DriverReport> {
     let barrier = Barrier::new(sets.len());
@@ -70,7 +74,10 @@ pub fn run_threads<S: Send>(
             .enumerate()
             .map(|(t, set)| {
                 let (barrier, work) = (&barrier, &work);
-                scope.spawn(move || work(t as u32, set, barrier))
+                scope.spawn(move || {
+                    affinity::pin(side, t);
+                    work(t as u32, set, barrier)
+                })
             })
             .collect();
         handles

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::affinity::Side;
 use crate::clock::Clock;
 use crate::report::CounterDeltas;
 use crate::spec::{TputPoint, TputSpec};
@@ -17,6 +18,8 @@ pub struct PointCtx<'a> {
     pub window: Window,
     /// The device's counters, read by thread 0 at its window's edges.
     pub counters: &'a DeviceCounters,
+    /// Which side this process's measuring threads are on (their CPUs).
+    pub side: Side,
 }
 
 impl<'a> PointCtx<'a> {
@@ -25,6 +28,7 @@ impl<'a> PointCtx<'a> {
         point: &'a TputPoint,
         clock: &'a Clock,
         counters: &'a DeviceCounters,
+        side: Side,
     ) -> Self {
         PointCtx {
             spec,
@@ -32,6 +36,7 @@ impl<'a> PointCtx<'a> {
             clock,
             window: Window::new(clock, spec),
             counters,
+            side,
         }
     }
 
