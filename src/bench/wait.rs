@@ -5,6 +5,61 @@ use crate::abort::aborted;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 
+/// For loops that serve a peer while the peer drives (a SEND sink, the echo
+/// server): counts idle passes, says every 4096 in a row that it is time to
+/// look at the control channel, and fails once nothing has happened for
+/// `limit` (a peer gone without closing its connection) or the run was
+/// aborted. It reads the clock only when idle.
+pub struct IdleWatch {
+    idle: u32,
+    since: Option<std::time::Instant>,
+    limit: std::time::Duration,
+    what: &'static str,
+}
+
+impl IdleWatch {
+    pub fn new(limit: std::time::Duration, what: &'static str) -> Self {
+        IdleWatch {
+            idle: 0,
+            since: None,
+            limit,
+            what,
+        }
+    }
+
+    /// Something happened.
+    #[inline(always)]
+    pub fn busy(&mut self) {
+        self.idle = 0;
+        self.since = None;
+    }
+
+    /// Nothing happened this pass: true when it is time to poll the control
+    /// channel (every 4096 idle passes).
+    #[inline]
+    pub fn idle(&mut self) -> Result<bool> {
+        self.idle = self.idle.wrapping_add(1);
+        if self.idle % 4096 != 0 {
+            return Ok(false);
+        }
+        if aborted() {
+            return Err(Error::Interrupted);
+        }
+        let now = std::time::Instant::now();
+        match self.since {
+            None => self.since = Some(now),
+            Some(t) if now - t > self.limit => {
+                return Err(Error::Timeout {
+                    what: self.what.into(),
+                    secs: self.limit.as_secs_f64(),
+                })
+            }
+            Some(_) => {}
+        }
+        Ok(true)
+    }
+}
+
 pub struct Patience {
     clock: Clock,
     limit_ticks: u64,

@@ -19,7 +19,7 @@ use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY
 use super::super::counters::DeviceCounters;
 use super::super::ops::{atomic_expected, atomic_operands, posts_inline, send_op, wc_label};
 use super::super::qpset::GRH_BYTES;
-use super::super::wait::Patience;
+use super::super::wait::{IdleWatch, Patience};
 use super::{server_part, ServerPart, Side, SIGNAL_EVERY};
 
 /// The marker byte a peer writes as the last payload byte of iteration `k`:
@@ -234,6 +234,10 @@ pub fn server_point(
     let (send_cq, recv_cq) = (&set.send_cq, &set.recv_cq);
     let mut wc = [WorkCompletion::default(); 1];
     let mut received = 0u64;
+    let mut watch = IdleWatch::new(
+        deadlines.passive(),
+        "SENDs or the client's finish (client gone?)",
+    );
     let is_finish = |m: &Message| matches!(m, Message::Finish { index: i } if *i == index);
     let finish = |m: &mut Message| is_finish(m).then_some(());
     match server_part(spec) {
@@ -280,8 +284,10 @@ pub fn server_point(
                 wc[0].check("RECV")?;
                 qp.post_recv(recvs)?;
                 received += 1;
+                watch.busy();
                 continue;
             }
+            watch.idle()?;
             // Idle: ask the control channel whether the client is done. This
             // only happens when no message is waiting, so it costs the client nothing.
             match ctl.poll()? {

@@ -6,7 +6,8 @@
 use std::sync::Barrier;
 use std::time::Duration;
 
-use crate::error::Result;
+use crate::abort::aborted;
+use crate::error::{Error, Result};
 use crate::report::DriverReport;
 use crate::spec::{EchoVerb, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
@@ -177,10 +178,9 @@ impl EchoClientSet {
                 })
                 .collect();
             let mut ring = RecvRing::new(lists);
-            ring.fill(
-                &mut rs.qps,
-                (2 * (w + RECV_BATCH as usize)).div_ceil(batch) as u32,
-            )?;
+            // As many whole batches as the receive queue really holds.
+            let batches = rs.qps[0].max_recv_wr() as usize / batch;
+            ring.fill(&mut rs.qps, batches as u32)?;
             self.recvs = Some(ring);
         }
         Ok(())
@@ -198,10 +198,15 @@ pub fn run_echo_client(sets: &mut [EchoClientSet], ctx: &PointCtx<'_>) -> Result
 struct Flights {
     window: usize,
     busy: Vec<bool>,
-    /// Per slot: how many round trips it has completed (its next marker).
+    /// Per slot: how many round trips it has completed or given up on (its
+    /// next marker).
     gen: Vec<u64>,
+    /// Per slot: when its request was posted (clock ticks).
+    sent_at: Vec<u64>,
     done: Vec<u64>,
     in_flight: usize,
+    /// Requests given up on: no response within the loss timeout.
+    abandoned: u64,
 }
 
 impl Flights {
@@ -210,8 +215,25 @@ impl Flights {
             window,
             busy: vec![false; qps * window],
             gen: vec![0; qps * window],
+            sent_at: vec![0; qps * window],
             done: vec![0; qps],
             in_flight: 0,
+            abandoned: 0,
+        }
+    }
+
+    /// Frees every slot whose request has waited longer than `after` since
+    /// `now`: over UC/UD a lost request or response never comes back, and a
+    /// slot left busy would shrink the window for the rest of the run. Its
+    /// marker moves on, so a late answer cannot complete the next request.
+    fn abandon_lost(&mut self, now: u64, after: u64) {
+        for i in 0..self.busy.len() {
+            if self.busy[i] && now.wrapping_sub(self.sent_at[i]) > after {
+                self.busy[i] = false;
+                self.gen[i] += 1;
+                self.in_flight -= 1;
+                self.abandoned += 1;
+            }
         }
     }
 
@@ -253,6 +275,10 @@ fn echo_client_thread(
     let qpn = s.req.qps[0].qpn();
     let req_label = echo_wc_label(s.req_verb);
     let drain_limit = clock.ticks(Duration::from_secs_f64(spec.timeout_s.min(2.0)));
+    // UC and UD may drop a request or a response; RC never does.
+    let lossy = p.transport != Transport::Rc || s.resp_verb == EchoVerb::Send;
+    let loss_after = clock.ticks(Duration::from_secs_f64(spec.timeout_s / 2.0));
+    let mut last_sweep = 0u64;
 
     barrier.wait();
     let mut edges = ctx.edges(thread);
@@ -270,7 +296,11 @@ fn echo_client_thread(
     let mut stopping = false;
     let mut stopped_at = t0;
     let mut counters = None;
+    let mut last_landing = t0;
     loop {
+        if aborted() {
+            return Err(Error::Interrupted);
+        }
         let now = clock.now();
         if !stopping && timer.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
@@ -293,11 +323,17 @@ fn echo_client_thread(
         // or response never comes back; it is counted (sent - responses), not waited for.
         if stopping && (fl.in_flight == 0 || now.wrapping_sub(stopped_at) > drain_limit) {
             if window.iters.is_some() {
+                // Every round trip counts, timed to the last response (not
+                // to the end of a drain that waited for lost ones).
                 at_end.copy_from_slice(&fl.done);
-                stopped_at = now;
+                stopped_at = last_landing;
                 counters = edges.close();
             }
             break;
+        }
+        if lossy && now.wrapping_sub(last_sweep) > loss_after / 4 {
+            fl.abandon_lost(now, loss_after);
+            last_sweep = now;
         }
         let mut progress = false;
         if !stopping {
@@ -316,6 +352,7 @@ fn echo_client_thread(
                     s.req.qps[q].post_send(l)?;
                     tx.posted[q] = seq;
                     fl.busy[i] = true;
+                    fl.sent_at[i] = now;
                     fl.in_flight += 1;
                     progress = true;
                 }
@@ -350,7 +387,9 @@ fn echo_client_thread(
         let k = tx.reap(&s.req.send_cq, req_label)?;
         if progress || k > 0 {
             last_progress = now;
-        } else {
+            last_landing = now;
+        } else if !stopping {
+            // (A drain has its own bound: drain_limit.)
             patience.check_stall(last_progress, now, || {
                 format!("echo responses on thread {thread}'s QPs (QP {qpn}…): the server stopped answering")
             })?;

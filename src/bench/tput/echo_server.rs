@@ -13,6 +13,7 @@ use super::super::latency::marker;
 use super::super::ops::echo_wc_label;
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
+use super::super::wait::IdleWatch;
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::target::poll_stop;
@@ -270,11 +271,13 @@ fn next_write(
 
 /// Runs the echo server until the client says stop; returns requests
 /// answered per client QP, and the client's report.
+/// `limit`: how long it may go without a request or a control message.
 pub fn run_echo_server(
     s: &mut EchoServerSet,
     index: u32,
     ctl: &mut dyn Control,
     go: &mut dyn FnMut(&mut dyn Control) -> Result<()>,
+    limit: std::time::Duration,
 ) -> Result<(Vec<u64>, DriverReport)> {
     let (n, w) = (s.clients, s.layout.window);
     let last = s.size as usize - 1;
@@ -292,7 +295,7 @@ pub fn run_echo_server(
     };
     let mut arrivals = ArrivalBuf::new();
     go(ctl)?;
-    let mut idle = 0u32;
+    let mut watch = IdleWatch::new(limit, "echo requests or the client's stop (client gone?)");
     loop {
         let mut progress = false;
         match &mut s.qps {
@@ -327,11 +330,10 @@ pub fn run_echo_server(
         }
         let reaped = resp.tx.reap(&s.qps.responding().send_cq, resp.label)?;
         if progress || reaped > 0 {
-            idle = 0;
+            watch.busy();
             continue;
         }
-        idle += 1;
-        if idle % 4096 == 0 {
+        if watch.idle()? {
             if let Some(report) = poll_stop(ctl, index)? {
                 return Ok((resp.seen, report));
             }

@@ -4,7 +4,8 @@
 
 use std::sync::Barrier;
 
-use crate::error::Result;
+use crate::abort::aborted;
+use crate::error::{Error, Result};
 use crate::report::DriverReport;
 use crate::spec::AtomicOp;
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
@@ -113,6 +114,9 @@ fn issue_thread(
     }
     let mut last_progress = t0;
     let closed_at = loop {
+        if aborted() {
+            return Err(Error::Interrupted);
+        }
         let now = clock.now();
         let done = match window.iters {
             None => timer.over(now),

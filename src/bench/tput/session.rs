@@ -255,7 +255,7 @@ pub fn serve_tput(
                 (received, set.atomic_words(), report)
             }
             PointSide::Echo(s) => {
-                let (seen, report) = run_echo_server(s, index, ctl, &mut go)?;
+                let (seen, report) = run_echo_server(s, index, ctl, &mut go, d.passive())?;
                 (seen, Vec::new(), report)
             }
             PointSide::Issuer(sets) => {

@@ -10,6 +10,7 @@ use crate::verbs::{Access, Endpoint, RecvList};
 
 use super::super::ops::{test_fault, Fault};
 use super::super::port::Port;
+use super::super::wait::IdleWatch;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
 
@@ -120,14 +121,14 @@ pub fn run_target(
         }
         Ok(k)
     };
-    let mut idle = 0u32;
+    let d = Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s);
+    let mut watch = IdleWatch::new(d.passive(), "SENDs or the driver's stop (driver gone?)");
     loop {
         if drain(&mut received)? > 0 {
-            idle = 0;
+            watch.busy();
             continue;
         }
-        idle += 1;
-        if idle % 4096 == 0 {
+        if watch.idle()? {
             if let Some(report) = poll_stop(ctl, index)? {
                 // Count what is still queued: the driver has seen it all complete.
                 while drain(&mut received)? > 0 {}
