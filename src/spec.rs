@@ -407,6 +407,27 @@ impl TputPoint {
             + self.postlist
     }
 
+    /// Send-queue depth of an echo request QP (client) and of a WRITE
+    /// response QP (server): the window plus two signaling periods of
+    /// unreaped requests (echo keeps S, unclamped).
+    pub fn echo_request_sq_depth(&self) -> u32 {
+        self.sq_depth()
+            .max(self.window.saturating_add(self.signal_period.saturating_mul(2)))
+    }
+
+    /// Send-queue depth of the echo server's one UD response QP.
+    pub fn echo_response_sq_depth(&self) -> u32 {
+        self.signal_period.saturating_mul(4).max(256)
+    }
+
+    /// Completions an issuing thread's send CQ may have to hold at once: per
+    /// QP, one per signaling period of its window, plus the WR that a full
+    /// window forces signaled and the drain's last WR.
+    pub fn issuer_cq_entries(&self) -> u64 {
+        let per_qp = u64::from(self.window.div_ceil(self.effective_signal_period())) + 2;
+        u64::from(self.qps) * per_qp
+    }
+
     pub fn total_qps(&self) -> u32 {
         self.qps * self.threads
     }
@@ -598,6 +619,25 @@ impl TputSpec {
                     dev.max_qp_wr
                 )));
             }
+            if self.direction != Direction::Echo && p.issuer_cq_entries() > dev.max_cqe.into() {
+                return Err(Error::usage(format!(
+                    "--qps {} --window {} --signal-period {}: a thread's send CQ may need {} entries, more than {name} allows ({}); raise --signal-period or lower --qps/--window",
+                    p.qps,
+                    p.window,
+                    p.signal_period,
+                    p.issuer_cq_entries(),
+                    dev.max_cqe
+                )));
+            }
+            if self.direction == Direction::Echo {
+                let depth = p.echo_request_sq_depth().max(p.echo_response_sq_depth());
+                if depth > dev.max_qp_wr {
+                    return Err(Error::usage(format!(
+                        "--window {} / --signal-period {}: echo needs send queues of {depth} WRs, more than max_qp_wr of {name} ({})",
+                        p.window, p.signal_period, dev.max_qp_wr
+                    )));
+                }
+            }
             // Both sides of a loopback run live on the device: 2 QPs per pair, plus UD helpers.
             if 2 * p.total_qps() + 2 > dev.max_qp {
                 return Err(Error::usage(format!(
@@ -628,6 +668,8 @@ pub struct DeviceLimits {
     pub mtu: u32,
     pub max_qp_wr: u32,
     pub max_qp: u32,
+    /// Entries a CQ may have (capped at what rdma-bench ever asks for).
+    pub max_cqe: u32,
     pub atomics: bool,
 }
 
@@ -762,6 +804,7 @@ mod tput_tests {
             mtu: 1024,
             max_qp_wr: 1024,
             max_qp: 64,
+            max_cqe: 32_767,
             atomics: true,
         };
         let mut s = spec(VerbKind::Send, Direction::Inbound);
@@ -793,6 +836,31 @@ mod tput_tests {
             .unwrap_err()
             .to_string()
             .contains("max_inline of rxe0 (512)"));
+        // -S 1 on 512 QPs: up to 65 536 signaled WRs in one thread's CQ.
+        let big = DeviceLimits {
+            max_qp: 1 << 20,
+            max_qp_wr: 1 << 20,
+            ..dev.clone()
+        };
+        let s = with(spec(VerbKind::Write, Direction::Inbound), |p| {
+            p.qps = 512;
+            p.window = 128;
+            p.signal_period = 1;
+            p.postlist = 1;
+        });
+        let e = s.validate_device(&big).unwrap_err().to_string();
+        assert!(e.contains("--signal-period 1") && e.contains("(32767)"), "{e}");
+        let s = with(spec(VerbKind::Write, Direction::Inbound), |p| {
+            p.qps = 512;
+            p.window = 128;
+            p.signal_period = 64;
+        });
+        assert!(s.validate_device(&big).is_ok());
+        // Echo keeps S: its send queues must fit max_qp_wr.
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        e.points[0].signal_period = 8192;
+        let err = e.validate_device(&dev).unwrap_err().to_string();
+        assert!(err.contains("echo needs send queues of 32768 WRs"), "{err}");
     }
 }
 

@@ -138,6 +138,7 @@ impl Port {
             mtu: self.mtu,
             max_qp_wr: self.attr.max_qp_wr,
             max_qp: self.attr.max_qp,
+            max_cqe: self.attr.max_cqe.min(super::qpset::MAX_CQE),
             atomics: self.attr.atomic_cap != AtomicCap::None,
         })
     }

@@ -22,7 +22,7 @@ pub fn slot_bytes(size: u32) -> usize {
 }
 
 /// The largest CQ rxe (and most NICs) accept; deeper sets share it.
-const MAX_CQE: u32 = 32_767;
+pub const MAX_CQE: u32 = 32_767;
 
 /// What a set is made of.
 pub struct QpShape {

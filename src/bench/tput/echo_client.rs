@@ -56,7 +56,7 @@ impl EchoClientSet {
             &QpShape {
                 transport: p.transport,
                 count: p.qps,
-                sq_depth: p.sq_depth().max(p.window + 2 * p.signal_period),
+                sq_depth: p.echo_request_sq_depth(),
                 rq_depth: if send_send {
                     (p.window + RECV_BATCH) * 2
                 } else {

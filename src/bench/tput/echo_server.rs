@@ -75,7 +75,7 @@ impl EchoServerSet {
                 &QpShape {
                     transport: p.transport,
                     count: n,
-                    sq_depth: p.window + 2 * p.signal_period,
+                    sq_depth: p.echo_request_sq_depth(),
                     rq_depth: 1,
                     inline: inline_on(p.transport)?,
                     region: layout.server_region(),
@@ -89,7 +89,7 @@ impl EchoServerSet {
                 &QpShape {
                     transport: Transport::Ud,
                     count: 1,
-                    sq_depth: (4 * p.signal_period).max(256),
+                    sq_depth: p.echo_response_sq_depth(),
                     rq_depth: rq,
                     inline: inline_on(Transport::Ud)?,
                     region: rq as usize * layout.slot,
