@@ -6,6 +6,10 @@ use std::sync::{Arc, OnceLock};
 use crate::error::{Error, Result};
 
 use super::counters::DeviceCounters;
+
+/// The largest CQ rdma-bench asks for (rxe's limit, and within most NICs');
+/// a QP set with more entries' worth of queues shares it.
+pub const MAX_CQE: u32 = 32_767;
 use crate::spec::DeviceLimits;
 use crate::verbs::{
     default_gid_index, probe_max_inline, AtomicCap, CompletionQueue, Context, DeviceAttr, Gid,
@@ -138,7 +142,7 @@ impl Port {
             mtu: self.mtu,
             max_qp_wr: self.attr.max_qp_wr,
             max_qp: self.attr.max_qp,
-            max_cqe: self.attr.max_cqe.min(super::qpset::MAX_CQE),
+            max_cqe: self.attr.max_cqe.min(MAX_CQE),
             atomics: self.attr.atomic_cap != AtomicCap::None,
         })
     }

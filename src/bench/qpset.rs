@@ -11,7 +11,7 @@ use crate::verbs::{
     ProtectionDomain, QueuePair, Transport,
 };
 
-use super::port::Port;
+use super::port::{Port, MAX_CQE};
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -20,9 +20,6 @@ pub const GRH_BYTES: usize = 40;
 pub fn slot_bytes(size: u32) -> usize {
     (size as usize + GRH_BYTES).div_ceil(64) * 64
 }
-
-/// The largest CQ rxe (and most NICs) accept; deeper sets share it.
-pub const MAX_CQE: u32 = 32_767;
 
 /// What a set is made of.
 pub struct QpShape {

@@ -10,8 +10,8 @@ use crate::verbs::{Access, Endpoint, RecvList};
 
 use super::super::ops::{test_fault, Fault};
 use super::super::port::Port;
-use super::super::wait::IdleWatch;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
+use super::super::wait::IdleWatch;
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
 
 pub struct TargetSet {

@@ -1,345 +1,10 @@
-//! What a latency run measures, independent of how it was asked for. Both
-//! sides of a run hold the same `LatencySpec` (it crosses the wire in the
-//! handshake), and `validate` refuses impossible combinations before any
-//! verbs object exists.
+//! A throughput sweep: its points, their knobs and how they are validated.
 
 use serde::{Deserialize, Serialize};
 
+use super::*;
 use crate::error::{Error, Result};
 use crate::verbs::Transport;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VerbKind {
-    Read,
-    Write,
-    Send,
-    Echo,
-    Atomic,
-}
-
-impl VerbKind {
-    pub const ALL: [VerbKind; 5] = [
-        VerbKind::Read,
-        VerbKind::Write,
-        VerbKind::Send,
-        VerbKind::Echo,
-        VerbKind::Atomic,
-    ];
-
-    pub fn from_name(name: &str) -> Option<VerbKind> {
-        Self::ALL.into_iter().find(|v| v.name() == name)
-    }
-
-    /// Verbs that only have a completion latency (no ping-pong): the
-    /// answer comes back in the completion itself.
-    pub fn completion_only(self) -> bool {
-        matches!(self, VerbKind::Read | VerbKind::Atomic)
-    }
-
-    /// The payload size when `--size` is not given: atomics work on one
-    /// 8-byte word; latency defaults to 2 B (as perftest), throughput to 64 B.
-    pub fn default_size(self, tput: bool) -> u32 {
-        match (self, tput) {
-            (VerbKind::Atomic, _) => ATOMIC_SIZE,
-            (_, false) => 2,
-            (_, true) => 64,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            VerbKind::Read => "read",
-            VerbKind::Write => "write",
-            VerbKind::Send => "send",
-            VerbKind::Echo => "echo",
-            VerbKind::Atomic => "atomic",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum AtomicOp {
-    /// Fetch-and-add 1 on the remote word.
-    Fadd,
-    /// Compare-and-swap the remote word from k to k+1.
-    Cas,
-}
-
-/// How a latency sample is taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LatencyMode {
-    /// A sends, B answers when it sees the data; a sample is half the round trip.
-    PingPong,
-    /// From `ibv_post_send` of a signaled WR to its completion polled from the CQ.
-    Completion,
-}
-
-impl LatencyMode {
-    /// The metric name used in results files.
-    pub fn metric(self) -> &'static str {
-        match self {
-            LatencyMode::PingPong => "half_rtt",
-            LatencyMode::Completion => "completion",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencySpec {
-    pub verb: VerbKind,
-    pub mode: LatencyMode,
-    pub transport: Transport,
-    /// Post payloads with IBV_SEND_INLINE (WR-INLINE). Echo inlines whenever it fits.
-    pub inline: bool,
-    /// SEND/WRITE with immediate.
-    pub imm: bool,
-    pub op: Option<AtomicOp>,
-    pub sizes: Vec<u32>,
-    /// Measured iterations per size (after warm-up), unless `duration_s` is set.
-    pub iters: u64,
-    /// Measure for this long per size instead of a fixed count.
-    pub duration_s: Option<f64>,
-    /// Iterations run first and not recorded.
-    pub warmup: u64,
-    /// Longest wait on the peer before giving up.
-    pub timeout_s: f64,
-}
-
-/// The one range check every numeric option goes through: refuses `value`
-/// outside `lo..=hi` (NaN included) with `--option value: must be lo..=hi`,
-/// as bad input (exit 2). `unit` follows the range, e.g. " seconds".
-pub fn check_range<T: PartialOrd + std::fmt::Debug>(
-    option: &str,
-    value: T,
-    lo: T,
-    hi: T,
-    unit: &str,
-) -> Result<()> {
-    if value >= lo && value <= hi {
-        Ok(())
-    } else {
-        Err(Error::usage(format!(
-            "{option} {value:?}: must be {lo:?}..={hi:?}{unit}"
-        )))
-    }
-}
-
-/// Longest iteration count, warm-up count or WR count per QP.
-pub const MAX_ITERS: u64 = 1_000_000_000;
-/// Longest measured time per point, and longest wait on a peer (a day).
-pub const MAX_SECONDS: f64 = 86_400.0;
-/// Shortest measured time per point: below a millisecond nothing is measured.
-pub const MIN_DURATION: f64 = 0.001;
-/// Longest throughput warm-up before a point's measured window.
-pub const MAX_WARMUP_SECONDS: f64 = 3600.0;
-/// Most client processes in one `--group`.
-pub const MAX_GROUP: u32 = 256;
-
-/// `--timeout`: long enough to be meaningful, short enough to be a bound.
-pub fn check_timeout(seconds: f64) -> Result<()> {
-    check_range("--timeout", seconds, 0.1, MAX_SECONDS, " seconds")
-}
-
-/// Payload bytes that a ping-pong needs at least: the last byte carries the marker.
-pub const MIN_SIZE: u32 = 1;
-/// The largest payload a latency run allows (the buffer is registered once for it).
-pub const MAX_SIZE: u32 = 1 << 30;
-/// Atomics always move 8 bytes.
-pub const ATOMIC_SIZE: u32 = 8;
-
-impl LatencySpec {
-    pub fn max_size(&self) -> u32 {
-        self.sizes.iter().copied().max().unwrap_or(0)
-    }
-
-    /// Whether the verb and mode need the server to answer each message.
-    pub fn server_answers(&self) -> bool {
-        self.mode == LatencyMode::PingPong
-    }
-
-    /// Host-side checks: everything that does not need the device.
-    pub fn validate(&self) -> Result<()> {
-        let verb = self.verb.name();
-        let t = self.transport;
-        match self.verb {
-            VerbKind::Read | VerbKind::Atomic if t != Transport::Rc => {
-                return Err(Error::usage(format!(
-                    "--transport {t}: {verb} needs RC (READ and atomics exist only on reliable connections)"
-                )));
-            }
-            VerbKind::Write | VerbKind::Echo if t == Transport::Ud => {
-                return Err(Error::usage(format!(
-                    "--transport ud: {verb} needs RC or UC (UD carries only SEND)"
-                )));
-            }
-            _ => {}
-        }
-        if self.inline && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
-            return Err(Error::usage(format!(
-                "--inline: {verb} carries no outbound payload to inline"
-            )));
-        }
-        if self.imm && !matches!(self.verb, VerbKind::Write | VerbKind::Send) {
-            return Err(Error::usage(format!(
-                "--imm: only write and send carry immediate data, not {verb}"
-            )));
-        }
-        if self.imm && self.verb == VerbKind::Write && self.mode == LatencyMode::PingPong {
-            return Err(Error::usage(
-                "--imm: write ping-pong polls memory; use `write --imm --completion` or `send --imm`",
-            ));
-        }
-        if self.op.is_some() != (self.verb == VerbKind::Atomic) {
-            return Err(Error::usage(if self.verb == VerbKind::Atomic {
-                "atomic needs --op fadd|cas".to_string()
-            } else {
-                format!("--op: only atomic takes an operation, not {verb}")
-            }));
-        }
-        if self.sizes.is_empty() {
-            return Err(Error::usage("--size: give at least one size"));
-        }
-        for &s in &self.sizes {
-            if self.verb == VerbKind::Atomic && s != ATOMIC_SIZE {
-                return Err(Error::usage(format!(
-                    "--size {s}: atomics always move {ATOMIC_SIZE} bytes (leave --size out)"
-                )));
-            }
-            check_range("--size", s, MIN_SIZE, MAX_SIZE, "")?;
-        }
-        check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
-        if let Some(d) = self.duration_s {
-            check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
-        }
-        check_range("--warmup", self.warmup, 0, MAX_ITERS, "")?;
-        check_timeout(self.timeout_s)?;
-        Ok(())
-    }
-
-    /// Checks against what the device and QP really offer.
-    pub fn validate_device(
-        &self,
-        device: &str,
-        max_inline: u32,
-        ud_mtu: u32,
-        atomics: bool,
-    ) -> Result<()> {
-        if self.inline && self.max_size() > max_inline {
-            return Err(Error::usage(format!(
-                "--inline --size {}: exceeds the max_inline of {device} ({max_inline})",
-                self.max_size()
-            )));
-        }
-        if self.transport == Transport::Ud && self.max_size() > ud_mtu {
-            return Err(Error::usage(format!(
-                "--size {} exceeds the UD MTU of {device} ({ud_mtu})",
-                self.max_size()
-            )));
-        }
-        if self.verb == VerbKind::Atomic && !atomics {
-            return Err(Error::usage(format!(
-                "atomic: {device} reports no atomic capability (atomic_cap NONE)"
-            )));
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    pub fn spec(verb: VerbKind) -> LatencySpec {
-        LatencySpec {
-            verb,
-            mode: if matches!(verb, VerbKind::Read | VerbKind::Atomic) {
-                LatencyMode::Completion
-            } else {
-                LatencyMode::PingPong
-            },
-            transport: Transport::Rc,
-            inline: false,
-            imm: false,
-            op: (verb == VerbKind::Atomic).then_some(AtomicOp::Fadd),
-            sizes: vec![if verb == VerbKind::Atomic { 8 } else { 64 }],
-            iters: 100,
-            duration_s: None,
-            warmup: 10,
-            timeout_s: 5.0,
-        }
-    }
-
-    fn refused(s: LatencySpec, needle: &str) {
-        let err = s.validate().expect_err("should be refused").to_string();
-        assert!(err.contains(needle), "'{err}' lacks '{needle}'");
-    }
-
-    #[test]
-    fn valid_specs_pass() {
-        for v in [
-            VerbKind::Read,
-            VerbKind::Write,
-            VerbKind::Send,
-            VerbKind::Echo,
-            VerbKind::Atomic,
-        ] {
-            spec(v).validate().unwrap();
-        }
-        let mut s = spec(VerbKind::Send);
-        s.transport = Transport::Ud;
-        s.imm = true;
-        s.validate().unwrap();
-    }
-
-    #[test]
-    fn impossible_combinations_are_refused_with_the_option() {
-        let mut s = spec(VerbKind::Read);
-        s.transport = Transport::Uc;
-        refused(s, "--transport uc");
-        let mut s = spec(VerbKind::Write);
-        s.transport = Transport::Ud;
-        refused(s, "--transport ud");
-        let mut s = spec(VerbKind::Read);
-        s.inline = true;
-        refused(s, "--inline");
-        let mut s = spec(VerbKind::Echo);
-        s.imm = true;
-        refused(s, "--imm");
-        let mut s = spec(VerbKind::Atomic);
-        s.sizes = vec![64];
-        refused(s, "--size 64");
-        let mut s = spec(VerbKind::Atomic);
-        s.op = None;
-        refused(s, "--op");
-        let mut s = spec(VerbKind::Write);
-        s.iters = 0;
-        refused(s, "--iters 0");
-        let mut s = spec(VerbKind::Write);
-        s.timeout_s = 0.0;
-        refused(s, "--timeout");
-    }
-
-    #[test]
-    fn device_limits_name_device_and_limit() {
-        let mut s = spec(VerbKind::Send);
-        s.transport = Transport::Ud;
-        s.sizes = vec![2048];
-        let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "--size 2048 exceeds the UD MTU of rxe0 (1024)"
-        );
-        assert_eq!(e.exit_code(), 2);
-        let mut s = spec(VerbKind::Write);
-        s.inline = true;
-        s.sizes = vec![1024];
-        let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
-        assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
-    }
-}
 
 /// Which way throughput flows (HERD's three experiments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -411,8 +76,10 @@ impl TputPoint {
     /// response QP (server): the window plus two signaling periods of
     /// unreaped requests (echo keeps S, unclamped).
     pub fn echo_request_sq_depth(&self) -> u32 {
-        self.sq_depth()
-            .max(self.window.saturating_add(self.signal_period.saturating_mul(2)))
+        self.sq_depth().max(
+            self.window
+                .saturating_add(self.signal_period.saturating_mul(2)),
+        )
     }
 
     /// Send-queue depth of the echo server's one UD response QP.
@@ -658,35 +325,6 @@ impl TputSpec {
     }
 }
 
-/// The device facts validation needs.
-#[derive(Debug, Clone)]
-pub struct DeviceLimits {
-    pub name: String,
-    /// The inline limit granted on RC, UC and UD QPs (they differ on some
-    /// devices), 0 where not probed because the run does not inline.
-    pub max_inline: [u32; 3],
-    pub mtu: u32,
-    pub max_qp_wr: u32,
-    pub max_qp: u32,
-    /// Entries a CQ may have (capped at what rdma-bench ever asks for).
-    pub max_cqe: u32,
-    pub atomics: bool,
-}
-
-impl DeviceLimits {
-    pub fn max_inline(&self, t: Transport) -> u32 {
-        self.max_inline[t as usize]
-    }
-}
-
-/// What a client asks a server to run: a latency or a throughput test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum TestSpec {
-    Latency(LatencySpec),
-    Tput(TputSpec),
-}
-
 #[cfg(test)]
 mod tput_tests {
     use super::*;
@@ -849,7 +487,10 @@ mod tput_tests {
             p.postlist = 1;
         });
         let e = s.validate_device(&big).unwrap_err().to_string();
-        assert!(e.contains("--signal-period 1") && e.contains("(32767)"), "{e}");
+        assert!(
+            e.contains("--signal-period 1") && e.contains("(32767)"),
+            "{e}"
+        );
         let s = with(spec(VerbKind::Write, Direction::Inbound), |p| {
             p.qps = 512;
             p.window = 128;
@@ -861,26 +502,5 @@ mod tput_tests {
         e.points[0].signal_period = 8192;
         let err = e.validate_device(&dev).unwrap_err().to_string();
         assert!(err.contains("echo needs send queues of 32768 WRs"), "{err}");
-    }
-}
-
-#[cfg(test)]
-mod range_tests {
-    use super::check_range;
-
-    #[test]
-    fn one_range_check_names_option_value_and_limits() {
-        check_range("--qps", 4u32, 1, 4096, "").unwrap();
-        let e = check_range("--qps", 0u32, 1, 4096, "").unwrap_err();
-        assert_eq!(e.to_string(), "--qps 0: must be 1..=4096");
-        assert_eq!(e.exit_code(), 2);
-        let e = check_range("--duration", f64::NAN, 0.001, 86_400.0, " seconds").unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("--duration NaN: must be 0.001..="),
-            "{e}"
-        );
-        let e = check_range("--duration", 1e-300, 0.001, 86_400.0, " seconds").unwrap_err();
-        assert!(e.to_string().starts_with("--duration 1e-300:"), "{e}");
     }
 }

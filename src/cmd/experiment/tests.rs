@@ -1,0 +1,184 @@
+//! Experiment-file parsing: refusals with file, line and key, and bounded fuzzing.
+
+use super::*;
+
+const GOOD: &str = r#"
+name = "t"
+description = "two series"
+[defaults]
+iters = 100
+[[series]]
+label = "READ"
+verb = "read"
+size = "2..64"
+[[series]]
+label = "WRITE tput"
+verb = "write"
+metric = "throughput"
+direction = "inbound"
+signal_period = [1, 64]
+qps = 4
+"#;
+
+#[test]
+fn a_good_file_becomes_series_with_points() {
+    let e = parse("good.toml", GOOD).unwrap();
+    assert_eq!(e.name, "t");
+    assert_eq!(e.series.len(), 2);
+    assert_eq!(e.series[0].label, "READ");
+    assert_eq!(e.series[0].plan.points(), 6);
+    assert_eq!(e.series[1].plan.points(), 2);
+    assert_eq!(e.points(), 8);
+    match &e.series[0].plan {
+        Plan::Latency(s) => assert_eq!(s.iters, 100, "defaults apply"),
+        _ => panic!("READ is a latency series"),
+    }
+}
+
+fn refused(text: &str, needles: &[&str]) {
+    let e = match parse("x.toml", text) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e,
+    };
+    assert_eq!(e.exit_code(), 2);
+    let msg = e.to_string();
+    for n in needles {
+        assert!(msg.contains(n), "'{msg}' lacks '{n}'");
+    }
+}
+
+#[test]
+fn an_mpi_experiment_prints_launcher_lines() {
+    let text = "name = \"m\"\nlauncher = \"mpi\"\nranks = 3\n[[series]]\nlabel = \"W\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nqps = [1, 4]\n";
+    let e = parse("m.toml", text).unwrap();
+    assert_eq!(e.launcher, Launcher::Mpi { ranks: 3 });
+    let lines = e.launch_lines(Path::new("results"));
+    assert_eq!(
+        lines[1],
+        "mpirun -np 3 rdma-bench write --tput=inbound --qps=1,4 --json results/m-1.json"
+    );
+    assert!(lines[2].starts_with("srun -n 3 rdma-bench write --tput=inbound"));
+    refused(
+        "name = \"m\"\nlauncher = \"mpi\"\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:2:", "ranks"],
+    );
+    refused(
+        "name = \"m\"\nlauncher = \"slurm\"\nranks = 2\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:2:", "key 'launcher'"],
+    );
+    refused(
+        "name = \"m\"\nranks = 2\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:2:", "key 'ranks'"],
+    );
+}
+
+#[test]
+fn every_shipped_config_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-configs");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let e = load(&path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(e.points() > 0, "{}", path.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 8, "the eight shipped experiments are there ({n})");
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"read\"\nsizes = 4\n",
+        &["x.toml:4:", "unknown key 'sizes'"],
+    );
+    refused(
+        "name = \"t\"\nbogus = 1\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:2:", "bogus"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"fly\"\n",
+        &["x.toml:3:", "key 'verb'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nsignal_period = 4\npostlist = 8\n",
+        &["x.toml:7:", "key 'postlist'", "--postlist 8"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"read\"\ntransport = \"uc\"\n",
+        &["x.toml:4:", "key 'transport'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"read\"\nsize = \"x\"\n",
+        &["x.toml:4:", "key 'size'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"read\"\niters = -3\n",
+        &["x.toml:4:", "key 'iters'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"atomic\"\nop = \"mul\"\n",
+        &["x.toml:4:", "key 'op'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"write\"\ndirection = \"inbound\"\n",
+        &["x.toml:4:", "key 'direction'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"speed\"\n",
+        &["x.toml:4:", "key 'metric'"],
+    );
+    refused(
+        "name = \"a b\"\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:1:", "key 'name'"],
+    );
+    refused("name = \"t\"\n", &["x.toml", "series"]);
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"write\"\ninline = 3\n",
+        &["x.toml:4:", "key 'inline'"],
+    );
+    refused(
+        "name = \"t\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\n",
+        &["x.toml:4:", "key 'direction'"],
+    );
+    refused("name = \"t\"\n[[series]\n", &["x.toml:2:"]);
+    refused(
+        "name = \"t\"\n[defaults]\nlabel = \"x\"\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:3:", "'label' in [defaults]"],
+    );
+}
+
+mod fuzz {
+    use super::parse;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any text is either a valid experiment or a one-line usage error; never a panic.
+        #[test]
+        fn any_text_parses_or_is_refused(text in "\\PC{0,300}") {
+            if let Err(e) = parse("f.toml", &text) {
+                prop_assert_eq!(e.exit_code(), 2);
+                prop_assert!(e.to_string().starts_with("f.toml"));
+            }
+        }
+
+        /// Plausible files with random keys and values: same guarantee.
+        #[test]
+        fn random_series_parse_or_are_refused(
+            key in "(size|iters|qps|postlist|signal_period|window|transport|op|inline|verb|bogus)",
+            value in "(1|0|-1|\"2..64\"|\"rc,uc\"|\"x\"|true|3.5|\\[1, 2\\]|\"fadd\")",
+            verb in "(read|write|send|echo|atomic|fly)",
+            metric in "(latency|throughput|)",
+        ) {
+            let metric_line = if metric.is_empty() { String::new() } else { format!("metric = \"{metric}\"\ndirection = \"inbound\"\n") };
+            let text = format!("name = \"p\"\n[[series]]\nverb = \"{verb}\"\n{metric_line}{key} = {value}\n");
+            if let Err(e) = parse("p.toml", &text) {
+                prop_assert_eq!(e.exit_code(), 2);
+                prop_assert!(e.to_string().starts_with("p.toml:"), "{}", e);
+            }
+        }
+    }
+}

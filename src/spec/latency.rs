@@ -1,0 +1,219 @@
+//! A latency run: what it measures and how it is validated.
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+use crate::error::{Error, Result};
+use crate::verbs::Transport;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencySpec {
+    pub verb: VerbKind,
+    pub mode: LatencyMode,
+    pub transport: Transport,
+    /// Post payloads with IBV_SEND_INLINE (WR-INLINE). Echo inlines whenever it fits.
+    pub inline: bool,
+    /// SEND/WRITE with immediate.
+    pub imm: bool,
+    pub op: Option<AtomicOp>,
+    pub sizes: Vec<u32>,
+    /// Measured iterations per size (after warm-up), unless `duration_s` is set.
+    pub iters: u64,
+    /// Measure for this long per size instead of a fixed count.
+    pub duration_s: Option<f64>,
+    /// Iterations run first and not recorded.
+    pub warmup: u64,
+    /// Longest wait on the peer before giving up.
+    pub timeout_s: f64,
+}
+
+impl LatencySpec {
+    pub fn max_size(&self) -> u32 {
+        self.sizes.iter().copied().max().unwrap_or(0)
+    }
+
+    /// Whether the verb and mode need the server to answer each message.
+    pub fn server_answers(&self) -> bool {
+        self.mode == LatencyMode::PingPong
+    }
+
+    /// Host-side checks: everything that does not need the device.
+    pub fn validate(&self) -> Result<()> {
+        let verb = self.verb.name();
+        let t = self.transport;
+        match self.verb {
+            VerbKind::Read | VerbKind::Atomic if t != Transport::Rc => {
+                return Err(Error::usage(format!(
+                    "--transport {t}: {verb} needs RC (READ and atomics exist only on reliable connections)"
+                )));
+            }
+            VerbKind::Write | VerbKind::Echo if t == Transport::Ud => {
+                return Err(Error::usage(format!(
+                    "--transport ud: {verb} needs RC or UC (UD carries only SEND)"
+                )));
+            }
+            _ => {}
+        }
+        if self.inline && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
+            return Err(Error::usage(format!(
+                "--inline: {verb} carries no outbound payload to inline"
+            )));
+        }
+        if self.imm && !matches!(self.verb, VerbKind::Write | VerbKind::Send) {
+            return Err(Error::usage(format!(
+                "--imm: only write and send carry immediate data, not {verb}"
+            )));
+        }
+        if self.imm && self.verb == VerbKind::Write && self.mode == LatencyMode::PingPong {
+            return Err(Error::usage(
+                "--imm: write ping-pong polls memory; use `write --imm --completion` or `send --imm`",
+            ));
+        }
+        if self.op.is_some() != (self.verb == VerbKind::Atomic) {
+            return Err(Error::usage(if self.verb == VerbKind::Atomic {
+                "atomic needs --op fadd|cas".to_string()
+            } else {
+                format!("--op: only atomic takes an operation, not {verb}")
+            }));
+        }
+        if self.sizes.is_empty() {
+            return Err(Error::usage("--size: give at least one size"));
+        }
+        for &s in &self.sizes {
+            if self.verb == VerbKind::Atomic && s != ATOMIC_SIZE {
+                return Err(Error::usage(format!(
+                    "--size {s}: atomics always move {ATOMIC_SIZE} bytes (leave --size out)"
+                )));
+            }
+            check_range("--size", s, MIN_SIZE, MAX_SIZE, "")?;
+        }
+        check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
+        if let Some(d) = self.duration_s {
+            check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
+        }
+        check_range("--warmup", self.warmup, 0, MAX_ITERS, "")?;
+        check_timeout(self.timeout_s)?;
+        Ok(())
+    }
+
+    /// Checks against what the device and QP really offer.
+    pub fn validate_device(
+        &self,
+        device: &str,
+        max_inline: u32,
+        ud_mtu: u32,
+        atomics: bool,
+    ) -> Result<()> {
+        if self.inline && self.max_size() > max_inline {
+            return Err(Error::usage(format!(
+                "--inline --size {}: exceeds the max_inline of {device} ({max_inline})",
+                self.max_size()
+            )));
+        }
+        if self.transport == Transport::Ud && self.max_size() > ud_mtu {
+            return Err(Error::usage(format!(
+                "--size {} exceeds the UD MTU of {device} ({ud_mtu})",
+                self.max_size()
+            )));
+        }
+        if self.verb == VerbKind::Atomic && !atomics {
+            return Err(Error::usage(format!(
+                "atomic: {device} reports no atomic capability (atomic_cap NONE)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn spec(verb: VerbKind) -> LatencySpec {
+        LatencySpec {
+            verb,
+            mode: if matches!(verb, VerbKind::Read | VerbKind::Atomic) {
+                LatencyMode::Completion
+            } else {
+                LatencyMode::PingPong
+            },
+            transport: Transport::Rc,
+            inline: false,
+            imm: false,
+            op: (verb == VerbKind::Atomic).then_some(AtomicOp::Fadd),
+            sizes: vec![if verb == VerbKind::Atomic { 8 } else { 64 }],
+            iters: 100,
+            duration_s: None,
+            warmup: 10,
+            timeout_s: 5.0,
+        }
+    }
+
+    fn refused(s: LatencySpec, needle: &str) {
+        let err = s.validate().expect_err("should be refused").to_string();
+        assert!(err.contains(needle), "'{err}' lacks '{needle}'");
+    }
+
+    #[test]
+    fn valid_specs_pass() {
+        for v in [
+            VerbKind::Read,
+            VerbKind::Write,
+            VerbKind::Send,
+            VerbKind::Echo,
+            VerbKind::Atomic,
+        ] {
+            spec(v).validate().unwrap();
+        }
+        let mut s = spec(VerbKind::Send);
+        s.transport = Transport::Ud;
+        s.imm = true;
+        s.validate().unwrap();
+    }
+
+    #[test]
+    fn impossible_combinations_are_refused_with_the_option() {
+        let mut s = spec(VerbKind::Read);
+        s.transport = Transport::Uc;
+        refused(s, "--transport uc");
+        let mut s = spec(VerbKind::Write);
+        s.transport = Transport::Ud;
+        refused(s, "--transport ud");
+        let mut s = spec(VerbKind::Read);
+        s.inline = true;
+        refused(s, "--inline");
+        let mut s = spec(VerbKind::Echo);
+        s.imm = true;
+        refused(s, "--imm");
+        let mut s = spec(VerbKind::Atomic);
+        s.sizes = vec![64];
+        refused(s, "--size 64");
+        let mut s = spec(VerbKind::Atomic);
+        s.op = None;
+        refused(s, "--op");
+        let mut s = spec(VerbKind::Write);
+        s.iters = 0;
+        refused(s, "--iters 0");
+        let mut s = spec(VerbKind::Write);
+        s.timeout_s = 0.0;
+        refused(s, "--timeout");
+    }
+
+    #[test]
+    fn device_limits_name_device_and_limit() {
+        let mut s = spec(VerbKind::Send);
+        s.transport = Transport::Ud;
+        s.sizes = vec![2048];
+        let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--size 2048 exceeds the UD MTU of rxe0 (1024)"
+        );
+        assert_eq!(e.exit_code(), 2);
+        let mut s = spec(VerbKind::Write);
+        s.inline = true;
+        s.sizes = vec![1024];
+        let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
+        assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
+    }
+}

@@ -1,0 +1,187 @@
+//! What a run measures, independent of how it was asked for: the verbs and
+//! their facts, the latency spec (`latency.rs`) and the throughput sweep
+//! (`tput.rs`). Both sides of a run hold the same spec (it crosses the wire
+//! in the handshake), and `validate` refuses impossible combinations before
+//! any verbs object exists; the one range check and the limits live here.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::verbs::Transport;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerbKind {
+    Read,
+    Write,
+    Send,
+    Echo,
+    Atomic,
+}
+
+impl VerbKind {
+    pub const ALL: [VerbKind; 5] = [
+        VerbKind::Read,
+        VerbKind::Write,
+        VerbKind::Send,
+        VerbKind::Echo,
+        VerbKind::Atomic,
+    ];
+
+    pub fn from_name(name: &str) -> Option<VerbKind> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// Verbs that only have a completion latency (no ping-pong): the
+    /// answer comes back in the completion itself.
+    pub fn completion_only(self) -> bool {
+        matches!(self, VerbKind::Read | VerbKind::Atomic)
+    }
+
+    /// The payload size when `--size` is not given: atomics work on one
+    /// 8-byte word; latency defaults to 2 B (as perftest), throughput to 64 B.
+    pub fn default_size(self, tput: bool) -> u32 {
+        match (self, tput) {
+            (VerbKind::Atomic, _) => ATOMIC_SIZE,
+            (_, false) => 2,
+            (_, true) => 64,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VerbKind::Read => "read",
+            VerbKind::Write => "write",
+            VerbKind::Send => "send",
+            VerbKind::Echo => "echo",
+            VerbKind::Atomic => "atomic",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum AtomicOp {
+    /// Fetch-and-add 1 on the remote word.
+    Fadd,
+    /// Compare-and-swap the remote word from k to k+1.
+    Cas,
+}
+
+/// How a latency sample is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyMode {
+    /// A sends, B answers when it sees the data; a sample is half the round trip.
+    PingPong,
+    /// From `ibv_post_send` of a signaled WR to its completion polled from the CQ.
+    Completion,
+}
+
+impl LatencyMode {
+    /// The metric name used in results files.
+    pub fn metric(self) -> &'static str {
+        match self {
+            LatencyMode::PingPong => "half_rtt",
+            LatencyMode::Completion => "completion",
+        }
+    }
+}
+
+mod latency;
+mod tput;
+
+pub use latency::LatencySpec;
+pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
+
+/// The one range check every numeric option goes through: refuses `value`
+/// outside `lo..=hi` (NaN included) with `--option value: must be lo..=hi`,
+/// as bad input (exit 2). `unit` follows the range, e.g. " seconds".
+pub fn check_range<T: PartialOrd + std::fmt::Debug>(
+    option: &str,
+    value: T,
+    lo: T,
+    hi: T,
+    unit: &str,
+) -> Result<()> {
+    if value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "{option} {value:?}: must be {lo:?}..={hi:?}{unit}"
+        )))
+    }
+}
+
+/// Longest iteration count, warm-up count or WR count per QP.
+pub const MAX_ITERS: u64 = 1_000_000_000;
+/// Longest measured time per point, and longest wait on a peer (a day).
+pub const MAX_SECONDS: f64 = 86_400.0;
+/// Shortest measured time per point: below a millisecond nothing is measured.
+pub const MIN_DURATION: f64 = 0.001;
+/// Longest throughput warm-up before a point's measured window.
+pub const MAX_WARMUP_SECONDS: f64 = 3600.0;
+/// Most client processes in one `--group`.
+pub const MAX_GROUP: u32 = 256;
+
+/// `--timeout`: long enough to be meaningful, short enough to be a bound.
+pub fn check_timeout(seconds: f64) -> Result<()> {
+    check_range("--timeout", seconds, 0.1, MAX_SECONDS, " seconds")
+}
+
+/// Payload bytes that a ping-pong needs at least: the last byte carries the marker.
+pub const MIN_SIZE: u32 = 1;
+/// The largest payload a latency run allows (the buffer is registered once for it).
+pub const MAX_SIZE: u32 = 1 << 30;
+/// Atomics always move 8 bytes.
+pub const ATOMIC_SIZE: u32 = 8;
+
+/// The device facts validation needs.
+#[derive(Debug, Clone)]
+pub struct DeviceLimits {
+    pub name: String,
+    /// The inline limit granted on RC, UC and UD QPs (they differ on some
+    /// devices), 0 where not probed because the run does not inline.
+    pub max_inline: [u32; 3],
+    pub mtu: u32,
+    pub max_qp_wr: u32,
+    pub max_qp: u32,
+    /// Entries a CQ may have (capped at what rdma-bench ever asks for).
+    pub max_cqe: u32,
+    pub atomics: bool,
+}
+
+impl DeviceLimits {
+    pub fn max_inline(&self, t: Transport) -> u32 {
+        self.max_inline[t as usize]
+    }
+}
+
+/// What a client asks a server to run: a latency or a throughput test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TestSpec {
+    Latency(LatencySpec),
+    Tput(TputSpec),
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::check_range;
+
+    #[test]
+    fn one_range_check_names_option_value_and_limits() {
+        check_range("--qps", 4u32, 1, 4096, "").unwrap();
+        let e = check_range("--qps", 0u32, 1, 4096, "").unwrap_err();
+        assert_eq!(e.to_string(), "--qps 0: must be 1..=4096");
+        assert_eq!(e.exit_code(), 2);
+        let e = check_range("--duration", f64::NAN, 0.001, 86_400.0, " seconds").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--duration NaN: must be 0.001..="),
+            "{e}"
+        );
+        let e = check_range("--duration", 1e-300, 0.001, 86_400.0, " seconds").unwrap_err();
+        assert!(e.to_string().starts_with("--duration 1e-300:"), "{e}");
+    }
+}
