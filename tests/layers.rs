@@ -127,8 +127,52 @@ fn a_clean_tree_passes_and_tests_may_import_anything() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(
         stdout,
-        "check-layers: 5 files, 4 imports, 0 upward, 0 cycles\n"
+        "check-layers: 5 files, 4 imports, 0 upward, 0 cycles, 0 unsafe outside its modules\n"
     );
+}
+
+#[test]
+fn unsafe_outside_its_modules_fails() {
+    let dir = scratch("layers-unsafe");
+    std::fs::write(
+        dir.join("ARCHITECTURE.md"),
+        "# Fixture\n\n```layers\napp\nffi\n```\n\n```unsafe\nffi\n```\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "#![deny(unsafe_code)]\npub mod app;\n#[allow(unsafe_code)]\npub mod ffi;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/ffi.rs"),
+        "pub fn f() -> u8 {\n    // SAFETY: a fixture.\n    unsafe { *std::ptr::null::<u8>() }\n}\n",
+    )
+    .unwrap();
+    // In a comment or a string "unsafe" does not count; in code it does.
+    std::fs::write(
+        dir.join("src/app.rs"),
+        "// unsafe\npub const S: &str = \"unsafe\";\n#[allow(unsafe_code)]\npub fn g() -> u8 {\n    unsafe { crate::ffi::f() }\n}\n",
+    )
+    .unwrap();
+    let out = Command::new(script())
+        .arg("--root")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("src/app.rs: allow(unsafe_code) outside src/lib.rs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("src/app.rs: unsafe code outside the modules allowed it (ffi)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("src/ffi.rs:"), "{stdout}");
+    assert!(stdout.contains("2 unsafe outside its modules"), "{stdout}");
 }
 
 #[test]

@@ -111,16 +111,20 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
 /// microsecond clock vs a cycle counter), so `compare` refuses to ratio them
 /// unless told to.
 pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
-    let mut modes: Vec<&str> = d
-        .results
-        .iter()
-        .map(|r| match r {
-            Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
-            Record::Latency(_) => "iterations (-n)",
-            Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
-            Record::Throughput(_) => "duration (-D)",
-        })
-        .collect();
+    let mut modes: Vec<&str> = if d.schema_version < 2 {
+        // Schema 1 did not record -n or -D per point.
+        vec![UNKNOWN]
+    } else {
+        d.results
+            .iter()
+            .map(|r| match r {
+                Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
+                Record::Latency(_) => "iterations (-n)",
+                Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
+                Record::Throughput(_) => "duration (-D)",
+            })
+            .collect()
+    };
     modes.sort_unstable();
     modes.dedup();
     vec![
@@ -136,6 +140,9 @@ pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A condition an older file did not record: it matches anything.
+const UNKNOWN: &str = "not recorded (schema 1)";
+
 /// Refuses (exit 2) files whose run conditions differ from the first's,
 /// naming the field.
 fn check_conditions(docs: &[(String, ResultsDoc)]) -> Result<()> {
@@ -145,7 +152,7 @@ fn check_conditions(docs: &[(String, ResultsDoc)]) -> Result<()> {
     let base = conditions(first);
     for (file, d) in &docs[1..] {
         for ((field, a), (_, b)) in base.iter().zip(conditions(d)) {
-            if *a != b {
+            if *a != b && a != UNKNOWN && b != UNKNOWN {
                 return Err(Error::usage(format!(
                     "compare: {field} differs: {} has '{}', {} has '{}' (their figures measure different things; --force compares them anyway)",
                     printable(first_file),
