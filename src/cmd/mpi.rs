@@ -120,6 +120,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         doc.peer.mode = "mpi".into();
         let mut ctl = ToRankZero { world: &world };
         let result = run_tput_client(&spec, &port, &mut ctl, &clock, |o| {
+            doc.peer.note(&o.peer);
             doc.results
                 .push(Record::Throughput(super::tput::record(&spec, &o)));
             Ok(())
@@ -154,7 +155,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     doc.peer = crate::results::PeerDoc {
         mode: "mpi".into(),
         address: Some(format!("rank 0 serving {} client ranks", size - 1)),
-        ..Default::default()
+        // Rank 0's own host and device, as its handshake told rank 1.
+        ..doc.peer
     };
     doc.command_line = std::env::args().collect();
     doc.note_peak_rss();
@@ -163,7 +165,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     for r in &doc.results {
         console.record(r);
     }
-    ResultsSink::new(args.json.clone(), args.csv.clone()).write(&doc)
+    ResultsSink::new(args.json.clone(), args.csv.clone()).write(&doc)?;
+    super::verified(&doc)
 }
 
 /// Rank 0: one server thread per client rank, and this thread routing their
