@@ -109,7 +109,12 @@ fn check_dir(_option: &str, dir: &Path) -> std::result::Result<(), String> {
         }
         Err(e) => return Err(format!("directory {}: {e}", dir.display())),
     }
-    let probe = dir.join(format!(".rdma-bench-probe-{}", std::process::id()));
+    // Unique per call, so a probe a crashed process left behind cannot make
+    // a writable directory look unwritable.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let probe = dir.join(format!(".rdma-bench-probe-{}-{nanos}", std::process::id()));
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -55,7 +55,8 @@ pub struct DriverReport {
     pub responses: u64,
     /// Send completions polled (signaled WRs), warm-up and drain included.
     pub completions: u64,
-    /// The driving device's own counters over the first thread's window.
+    /// The issuing side's device counters over its first thread's window
+    /// (outbound: the server's NIC; `issued_by` in the record says which).
     #[serde(default)]
     pub device_counters: CounterDeltas,
 }

@@ -364,8 +364,13 @@ fn echo_client_thread(
                 let rs = s.resp.as_mut().unwrap_or(&mut s.req);
                 let k = arrivals.poll(&rs.recv_cq)?;
                 for a in &arrivals.got[..k] {
-                    let (_, slot) = EchoImm::unpack(a.imm.unwrap_or(0));
-                    fl.land(a.qp, slot.min(w - 1));
+                    // A response without the slot's immediate, or naming
+                    // a slot that does not exist, completes nothing.
+                    if let Some((_, slot)) = a.imm.map(EchoImm::unpack) {
+                        if slot < w {
+                            fl.land(a.qp, slot);
+                        }
+                    }
                     ring.consumed(a.qp, &mut rs.qps[a.qp])?;
                     progress = true;
                 }

@@ -316,10 +316,11 @@ pub fn run_echo_server(
             ServerQps::SendSend { ud } => {
                 let got = arrivals.poll(&ud.recv_cq)?;
                 for a in &arrivals.got[..got] {
-                    // The immediate says who asked.
-                    let (q, k) = EchoImm::unpack(a.imm.unwrap_or(0));
-                    if q < n && k < w {
-                        resp.respond(ud, 0, q, k)?;
+                    // The immediate says who asked (none: not a request of ours).
+                    if let Some((q, k)) = a.imm.map(EchoImm::unpack) {
+                        if q < n && k < w {
+                            resp.respond(ud, 0, q, k)?;
+                        }
                     }
                     if let Some(ring) = &mut s.recvs {
                         ring.consumed(0, &mut ud.qps[0])?;
