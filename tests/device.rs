@@ -326,21 +326,6 @@ fn two_processes_and_a_second_client() {
     check_points(&doc, &csv, &[8], ITERS);
 }
 
-/// perftest's t_typical (median) in µs from ib_write_lat's table.
-fn perftest_typical_us(out: &str, size: u32) -> f64 {
-    for line in out.lines() {
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        if cols.len() >= 5
-            && cols[0] == size.to_string()
-            && cols[1].chars().all(|c| c.is_ascii_digit())
-        {
-            // #bytes #iterations t_min t_max t_typical ...
-            return cols[4].parse().expect("t_typical is a number");
-        }
-    }
-    panic!("no result row for {size} B in ib_write_lat output:\n{out}");
-}
-
 #[test]
 #[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
 fn write_half_rtt_agrees_with_perftest_within_1_5x() {
@@ -350,42 +335,9 @@ fn write_half_rtt_agrees_with_perftest_within_1_5x() {
         doc.device.gid_index.to_string()
     };
     let iters = "2000";
-    // Like for like: perftest inlines small WRITEs on some NICs by default;
-    // rdma-bench below runs without --inline, so perftest gets -I 0.
-    let mut server = Command::new("ib_write_lat")
-        .args([
-            "-d", &dev, "-x", &gid, "-s", "64", "-n", iters, "-p", "18602", "-I", "0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ib_write_lat (perftest) is installed");
-    std::thread::sleep(Duration::from_secs(3));
-    let client = Command::new("ib_write_lat")
-        .args([
-            "-d",
-            &dev,
-            "-x",
-            &gid,
-            "-s",
-            "64",
-            "-n",
-            iters,
-            "-p",
-            "18602",
-            "-I",
-            "0",
-            &ipv4(),
-        ])
-        .output()
-        .expect("ib_write_lat client runs");
-    let _ = server.wait();
-    let (pt_out, pt_err) = text(&client);
-    assert!(
-        client.status.success(),
-        "ib_write_lat failed: {pt_err}{pt_out}"
-    );
-    let perftest = perftest_typical_us(&pt_out, 64);
+    // Like for like: rdma-bench below runs without --inline, and so does
+    // perftest (-I 0; it inlines small WRITEs on some NICs by default).
+    let (_, perftest) = perftest_write_lat_64(&dev, &gid, iters, 18602);
 
     let _server = start_server(18603);
     let target = format!("{}:18603", ipv4());
@@ -1587,7 +1539,9 @@ fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
 fn perftest_write_lat_64(dev: &str, gid: &str, iters: &str, port: u16) -> (f64, f64) {
     let port = port.to_string();
     let mut server = Command::new("ib_write_lat")
-        .args(["-d", dev, "-x", gid, "-s", "64", "-n", iters, "-p", &port])
+        .args([
+            "-d", dev, "-x", gid, "-s", "64", "-n", iters, "-p", &port, "-I", "0",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1605,6 +1559,8 @@ fn perftest_write_lat_64(dev: &str, gid: &str, iters: &str, port: u16) -> (f64, 
             iters,
             "-p",
             &port,
+            "-I",
+            "0",
             &ipv4(),
         ])
         .output()
