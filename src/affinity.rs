@@ -237,8 +237,24 @@ pub fn plan(input: PlanInput) -> Result<CpuPlan, String> {
     if pool.is_empty() {
         return Err("no CPU is available to this process".into());
     }
+    // The CPUs the pool prefers: the device's node where it spilled over.
+    let preferred = match numa {
+        Some(numa) if user.is_none() => pool
+            .iter()
+            .take_while(|c| numa.cpus.contains(c))
+            .count()
+            .max(1),
+        _ => pool.len(),
+    };
     // Thread k (clients first, then servers) takes the k-th CPU, wrapping
-    // around when there are fewer CPUs than threads.
+    // around when there are fewer CPUs than threads. A process with server
+    // threads only (`serve`) walks its preferred CPUs from the other end, so
+    // a client and a `serve` on one host, each planning alone, busy-poll on
+    // different CPUs.
+    let mut pool = pool;
+    if client_threads == 0 {
+        pool[..preferred].reverse();
+    }
     let cpu = |k: usize| pool[k % pool.len()];
     let client: Vec<usize> = (0..client_threads).map(cpu).collect();
     let server: Vec<usize> = (client_threads..threads).map(cpu).collect();
@@ -342,6 +358,44 @@ mod tests {
             client_threads: c,
             server_threads: s,
         }
+    }
+
+    #[test]
+    fn a_serve_process_walks_its_cpus_from_the_other_end() {
+        // A client and a serve on one 2-CPU host, each planning alone.
+        let allowed = [0, 1];
+        let client = plan(PlanInput {
+            allowed: &allowed,
+            numa: None,
+            user: None,
+            client_threads: 1,
+            server_threads: 0,
+        })
+        .unwrap();
+        let serve = plan(PlanInput {
+            allowed: &allowed,
+            numa: None,
+            user: None,
+            client_threads: 0,
+            server_threads: 2,
+        })
+        .unwrap();
+        assert_eq!(client.client, vec![0]);
+        assert_eq!(serve.server, vec![1, 0]);
+        // With a NUMA node that spills over, serve still prefers node-local CPUs.
+        let numa = NumaCpus {
+            node: 1,
+            cpus: vec![2, 3],
+        };
+        let serve = plan(PlanInput {
+            allowed: &[0, 1, 2, 3],
+            numa: Some(&numa),
+            user: None,
+            client_threads: 0,
+            server_threads: 4,
+        })
+        .unwrap();
+        assert_eq!(serve.server[..2], [3, 2]);
     }
 
     #[test]

@@ -159,8 +159,14 @@ pub fn atomic_mismatch(words: &[u64], per_qp_sent: &[u64]) -> Option<u64> {
         words
             .iter()
             .zip(per_qp_sent)
-            .map(|(w, s)| w.abs_diff(*s))
-            .sum(),
+            // Per QP at most the atomics it sent: a word far off (never
+            // reset, or overwritten) is every one of that QP's operations
+            // unaccounted for, not 2^63 of them.
+            .map(|(w, s)| match w.abs_diff(*s) {
+                0 => 0,
+                d => d.min(*s).max(1),
+            })
+            .fold(0u64, u64::saturating_add),
     )
 }
 
@@ -186,6 +192,10 @@ mod tests {
         assert_eq!(atomic_mismatch(&[3, 5], &[3, 5]), Some(0));
         assert_eq!(atomic_mismatch(&[4, 5], &[3, 5]), Some(1));
         assert_eq!(atomic_mismatch(&[3], &[3, 5]), Some(8));
+        // Words that never started at 0: every operation, without overflow.
+        let far = 1u64 << 63;
+        assert_eq!(atomic_mismatch(&[far + 3, far + 5], &[3, 5]), Some(8));
+        assert_eq!(atomic_mismatch(&[far, far], &[0, 0]), Some(2));
     }
 
     #[test]
