@@ -1124,6 +1124,31 @@ fn latency_device_counters_confirm_iterations() {
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn latency_atomics_that_return_wrong_values_exit_1() {
+    for op in ["fadd", "cas"] {
+        let args = ["atomic", "--op", op, "-n", "100", "--warmup", "10"];
+        let (status, doc, stderr) = measure_env(&format!("lv{op}"), &args, &[]);
+        assert!(status.success(), "{op}: {stderr}");
+        assert_eq!(doc.latency().next().unwrap().verify_failures, 0, "{op}");
+        // The server's word starts at 1<<63: every returned value is wrong,
+        // warm-up included, and the run says so after writing the file.
+        let (status, doc, stderr) = measure_env(
+            &format!("lvf{op}"),
+            &args,
+            &[("RDMA_BENCH_TEST_FAULT", "atomic-word")],
+        );
+        let r = doc
+            .latency()
+            .next()
+            .expect("the point is written before the failure");
+        assert!(r.verify_failures >= 100, "{op}: {r:?}");
+        assert_eq!(status.code(), Some(1), "{op}: {stderr}");
+        assert!(stderr.contains("did not verify"), "{op}: {stderr}");
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn tput_atomics_are_verified_by_the_target_words() {
     for op in ["fadd", "cas"] {
         let args = [
