@@ -20,7 +20,7 @@ use super::super::wait::Patience;
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::threads::{run_threads, ThreadResult};
-use super::window::{PointCtx, WindowTimer};
+use super::window::PointCtx;
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.
@@ -281,13 +281,8 @@ fn echo_client_thread(
     let mut last_sweep = 0u64;
 
     barrier.wait();
-    let mut edges = ctx.edges(thread);
-    let t0 = clock.now();
-    let mut timer = WindowTimer::start(t0, &window);
-    if timer.measuring() && edges.open() {
-        // Measuring from the start: the counters are read before it.
-        timer.reopen(clock.now());
-    }
+    let mut win = ctx.thread_window(thread);
+    let t0 = win.opened();
     // An --iters run sends exactly that many requests per QP and counts
     // every round trip that comes back; a timed run counts those completed
     // inside the window.
@@ -302,22 +297,19 @@ fn echo_client_thread(
             return Err(Error::Interrupted);
         }
         let now = clock.now();
-        if !stopping && timer.over(now) {
+        if !stopping && win.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;
             at_end.copy_from_slice(&fl.done);
             stopped_at = now;
-            counters = edges.close();
+            counters = win.close();
         }
         if !stopping && window.iters.is_some() && tx.posted.iter().all(|&p| p >= limit) {
             stopping = true;
             stopped_at = now;
         }
-        if timer.opens(now) {
+        if win.opens(now) {
             base.copy_from_slice(&fl.done);
-            if edges.open() {
-                timer.reopen(clock.now());
-            }
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -327,7 +319,7 @@ fn echo_client_thread(
                 // to the end of a drain that waited for lost ones).
                 at_end.copy_from_slice(&fl.done);
                 stopped_at = last_landing;
-                counters = edges.close();
+                counters = win.close();
             }
             break;
         }
@@ -402,7 +394,7 @@ fn echo_client_thread(
     }
     // Round trips completed by the end of the window; the drain after it is not counted.
     let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
-    let elapsed_s = clock.to_ns(stopped_at.saturating_sub(timer.opened)) as f64 / 1e9;
+    let elapsed_s = clock.to_ns(stopped_at.saturating_sub(win.opened())) as f64 / 1e9;
     Ok(ThreadResult::new(
         thread,
         per_qp,

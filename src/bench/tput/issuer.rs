@@ -16,7 +16,7 @@ use super::super::qpset::{QpSet, QpShape};
 use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
 use super::threads::{run_threads, ThreadResult};
-use super::window::{PointCtx, WindowTimer};
+use super::window::PointCtx;
 
 /// One issuing thread's QPs and the postlist each posts.
 pub struct IssuerSet {
@@ -105,13 +105,8 @@ fn issue_thread(
         .unwrap_or(u64::MAX);
 
     barrier.wait();
-    let mut edges = ctx.edges(thread);
-    let t0 = clock.now();
-    let mut timer = WindowTimer::start(t0, &window);
-    if timer.measuring() && edges.open() {
-        // Measuring from the start: the counters are read before it.
-        timer.reopen(clock.now());
-    }
+    let mut win = ctx.thread_window(thread);
+    let t0 = win.opened();
     let mut last_progress = t0;
     let closed_at = loop {
         if aborted() {
@@ -119,17 +114,14 @@ fn issue_thread(
         }
         let now = clock.now();
         let done = match window.iters {
-            None => timer.over(now),
+            None => win.over(now),
             Some(_) => tx.completed.iter().all(|&c| c >= limit),
         };
         if done {
             break now;
         }
-        if timer.opens(now) {
+        if win.opens(now) {
             base.copy_from_slice(&tx.posted);
-            if edges.open() {
-                timer.reopen(clock.now());
-            }
         }
         let mut progress = false;
         for q in 0..n {
@@ -175,7 +167,7 @@ fn issue_thread(
     // rate over exactly the requested time; WRs still in flight at its end
     // (thousands of QPs hold many) are drained below, outside the window.
     // An --iters run's window ends when its last WR has completed.
-    let counters = edges.close();
+    let counters = win.close();
     let per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
     // Make the last WR of every QP signaled, so everything posted retires.
     for (q, list) in lists.iter_mut().enumerate() {
@@ -197,7 +189,7 @@ fn issue_thread(
             Ok(tx.reached(&all).then_some(()))
         },
     )?;
-    let elapsed_s = clock.to_ns(closed_at.wrapping_sub(timer.opened)) as f64 / 1e9;
+    let elapsed_s = clock.to_ns(closed_at.wrapping_sub(win.opened())) as f64 / 1e9;
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
             .with_counters(counters),

@@ -40,12 +40,59 @@ impl<'a> PointCtx<'a> {
         }
     }
 
-    /// The counter reader of thread `thread`: only thread 0 reads.
-    pub fn edges(&self, thread: u32) -> CounterEdges<'a> {
-        CounterEdges {
-            counters: (thread == 0 && !self.counters.is_empty()).then_some(self.counters),
-            before: CounterSnapshot::default(),
+    /// Starts thread `thread`'s window now (call it right after the start
+    /// barrier). Only thread 0 reads the device's counters at its edges.
+    pub fn thread_window(&self, thread: u32) -> ThreadWindow<'a> {
+        let mut w = ThreadWindow {
+            timer: WindowTimer::start(self.clock.now(), &self.window),
+            edges: CounterEdges {
+                counters: (thread == 0 && !self.counters.is_empty()).then_some(self.counters),
+                before: CounterSnapshot::default(),
+            },
+            clock: self.clock,
+        };
+        if w.timer.measuring() && w.edges.open() {
+            // Measuring from the start: the counters are read before it.
+            w.timer.reopen(w.clock.now());
         }
+        w
+    }
+}
+
+/// One thread's measured window with the device counters at its edges.
+pub struct ThreadWindow<'a> {
+    timer: WindowTimer,
+    edges: CounterEdges<'a>,
+    clock: &'a Clock,
+}
+
+impl ThreadWindow<'_> {
+    /// True exactly once, when the warm-up is over (snapshot the counts
+    /// then); the window starts after the counters are read.
+    #[inline(always)]
+    pub fn opens(&mut self, now: u64) -> bool {
+        if !self.timer.opens(now) {
+            return false;
+        }
+        if self.edges.open() {
+            self.timer.reopen(self.clock.now());
+        }
+        true
+    }
+
+    #[inline(always)]
+    pub fn over(&self, now: u64) -> bool {
+        self.timer.over(now)
+    }
+
+    /// When the window opened (its start until then).
+    pub fn opened(&self) -> u64 {
+        self.timer.opened
+    }
+
+    /// The device counters' growth since the window opened (thread 0).
+    pub fn close(&self) -> Option<CounterDeltas> {
+        self.edges.close()
     }
 }
 
@@ -68,7 +115,7 @@ impl Window {
 }
 
 /// The device counters at the edges of one thread's window.
-pub struct CounterEdges<'a> {
+struct CounterEdges<'a> {
     counters: Option<&'a DeviceCounters>,
     before: CounterSnapshot,
 }
@@ -76,7 +123,7 @@ pub struct CounterEdges<'a> {
 impl CounterEdges<'_> {
     /// Reads the counters as the window opens; true if it did (the reads
     /// took time, so the caller restarts its window after them).
-    pub fn open(&mut self) -> bool {
+    fn open(&mut self) -> bool {
         match self.counters {
             Some(c) => {
                 self.before = c.read();
@@ -87,7 +134,7 @@ impl CounterEdges<'_> {
     }
 
     /// What grew since `open`, read as the window closes.
-    pub fn close(&self) -> Option<CounterDeltas> {
+    fn close(&self) -> Option<CounterDeltas> {
         self.counters.map(|c| c.delta(&self.before, &c.read()))
     }
 }
