@@ -11,6 +11,33 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
     #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[
         (&["write", "--size", "0"], "--size"),
+        (&["write", "--sge", "0"], "--sge 0"),
+        (&["write", "--sge", "5", "-s", "4"], "--sge 5 --size 4"),
+        (&["write", "--sge", "99999"], "--sge 99999"),
+        (&["send", "--sge", "-1"], "--sge"),
+        (
+            &["write", "--completion", "-s", "0", "--sge", "2"],
+            "--sge 2 --size 0",
+        ),
+        (
+            &["write", "--tput", "inbound", "-s", "2", "--sge", "3"],
+            "--sge 3 --size 2",
+        ),
+        (&["echo", "--sge", "2"], "--sge"),
+        (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
+        (
+            &["write", "-s", "0"],
+            "--size 0: a ping-pong detects arrival by the payload's last byte",
+        ),
+        (&["send", "-s", "0"], "--size 0: a ping-pong"),
+        (&["read", "-s", "0"], "--size 0: a READ"),
+        (
+            &["read", "--tput", "inbound", "-s", "0"],
+            "--size 0: a READ",
+        ),
+        (&["echo", "-s", "0"], "--size 0: echo"),
+        (&["echo", "--tput", "-s", "0"], "--size 0: echo"),
+        (&["atomic", "--op", "fadd", "-s", "0"], "--size 0"),
         (&["write", "--size", "abc"], "--size"),
         (&["write", "--size", "64..2"], "--size"),
         (&["write", "--size", "2,,4"], "--size"),
