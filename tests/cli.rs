@@ -858,6 +858,8 @@ fn experiment_files_are_strictly_typed() {
         (s("verb = \"read\"\n[[series]]\nlabel = \"read #1\"\nverb = \"write\"\n"), ":5: key 'label'"),
         (s("verb = \"read\"\n\n[[series]]\n\n[[series]]\nverb = \"write\"\n"), ":5: series 2"),
         (s("verb = \"read\"\nlabel = \"\"\n"), ":4: key 'label'"),
+        (s("verb = \"write\"\nsge = true\n"), ":4: key 'sge'"),
+        (s("verb = \"write\"\nsge = \"4\"\n"), ":4: key 'sge'"),
     ];
     for (i, (body, needle)) in cases.iter().enumerate() {
         let path = dir.join(format!("t{i}.toml"));
@@ -889,6 +891,26 @@ fn experiment_files_are_strictly_typed() {
         lines[2],
         "mpirun -np 3 rdma-bench read --warmup=5 --json o/m-3.json"
     );
+    // `sge` is an experiment key; a [defaults] sge skips verbs it does not apply to.
+    let path = dir.join("sge.toml");
+    std::fs::write(
+        &path,
+        mpi_toml("[defaults]\nsge = 4\n[[series]]\nverb = \"write\"\nsize = 0\ncompletion = true\nsge = 1\n\
+[[series]]\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"outbound\"\n[[series]]\nverb = \"echo\"\n"),
+    )
+    .unwrap();
+    let out = common::run_within(&["run", path.to_str().unwrap(), "--out", "o"], 10);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("mpirun")).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].contains("--size=0") && lines[0].contains("--sge=1"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].contains("--sge=4"), "{}", lines[1]);
+    assert!(!lines[2].contains("--sge"), "{}", lines[2]);
 }
 
 #[test]

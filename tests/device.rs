@@ -1365,17 +1365,20 @@ fn size_zero_write_send_and_imm_completion_latency_and_throughput() {
             );
         }
     }
-    for verb in ["write", "send"] {
+    for (verb, dir) in [
+        ("write", "inbound"),
+        ("send", "inbound"),
+        ("write", "outbound"),
+        ("send", "outbound"),
+    ] {
         let (doc, _) = latency(
-            &format!("z0t{verb}"),
+            &format!("z0t{verb}{dir}"),
             // 500 WRs take ~13-16 ms under TCG, about the counters' cache
             // lifespan: 2000 make a window the counters surely witness.
-            &[
-                verb, "--tput", "inbound", "-s", "0", "-n", "2000", "-S", "16",
-            ],
+            &[verb, "--tput", dir, "-s", "0", "-n", "2000", "-S", "16"],
         );
         let r = doc.throughput().next().unwrap();
-        let what = format!("{verb} --tput inbound -s 0");
+        let what = format!("{verb} --tput {dir} -s 0");
         assert_eq!(r.size, 0, "{what}");
         assert_eq!(r.ops, 2000, "{what}: {r:?}");
         assert!(r.mops > 0.0, "{what}");
@@ -1431,6 +1434,15 @@ fn sge_splits_payloads_and_is_refused_above_max_sge() {
         ],
     );
     assert_eq!(doc.latency().next().unwrap().sge, 3);
+    // READ scatters into several SGEs; inline gathers several (the provider copies them).
+    let (doc, _) = latency("sge4r", &["read", "-s", "4096", "--sge", "32", "-n", "200"]);
+    assert_eq!(doc.latency().next().unwrap().sge, 32);
+    let (doc, _) = latency(
+        "sge4i",
+        &["write", "--inline", "-s", "64", "--sge", "4", "-n", "200"],
+    );
+    let r = doc.latency().next().unwrap();
+    assert!(r.inline && r.sge == 4, "{r:?}");
     let (doc, csv) = latency(
         "sge4t",
         &[
