@@ -1473,6 +1473,64 @@ fn sge_splits_payloads_and_is_refused_above_max_sge() {
     }
 }
 
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn sge_and_size_zero_through_serve() {
+    let _server = start_server(18631);
+    let target = format!("{}:18631", ipv4());
+    let (doc, _) = latency(
+        "sgesrv0",
+        &[
+            "send",
+            "--completion",
+            "-s",
+            "0",
+            "--connect",
+            &target,
+            "-n",
+            "200",
+        ],
+    );
+    let r = doc.latency().next().unwrap();
+    assert_eq!((r.size, r.iters), (0, 200), "{r:?}");
+    assert_eq!(r.server_received, Some(r.sent), "{r:?}");
+    let (doc, _) = latency(
+        "sgesrv1",
+        &[
+            "write",
+            "-s",
+            "64",
+            "--sge",
+            "4",
+            "--connect",
+            &target,
+            "-n",
+            "200",
+        ],
+    );
+    assert_eq!(doc.latency().next().unwrap().sge, 4);
+    // Outbound: the server issues, with the client's --sge from the handshake.
+    let (doc, _) = latency(
+        "sgesrv2",
+        &[
+            "send",
+            "--tput",
+            "outbound",
+            "-s",
+            "1024",
+            "--sge",
+            "4",
+            "--connect",
+            &target,
+            "-n",
+            "500",
+        ],
+    );
+    let r = doc.throughput().next().unwrap();
+    assert_eq!((r.sge, r.ops), (4, 500), "{r:?}");
+    assert_eq!(r.received, Some(r.sent), "{r:?}");
+}
+
 // ---------------------------------------------------------------------------
 // MPI (scripts/test builds the binary with --features mpi and names it)
 // ---------------------------------------------------------------------------
