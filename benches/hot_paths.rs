@@ -60,6 +60,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         inline: true,
         imm: false,
         op: None,
+        sge: 1,
         iters: 100_000,
         warmup_dropped: 1000,
         elapsed_s: 2.0,

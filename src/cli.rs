@@ -164,6 +164,15 @@ pub struct TestArgs {
     /// SEND or WRITE with immediate data.
     #[arg(long)]
     pub imm: bool,
+    /// Split each WR's payload over N SGEs (contiguous, near-equal pieces);
+    /// 1..=the device's max_sge, at most the size.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
+    pub sge: u32,
     /// Atomic operation.
     #[arg(long, value_enum)]
     pub op: Option<AtomicOp>,
@@ -314,6 +323,7 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "imm" if tput && verb != Send => Some("to send with --tput"),
         "imm" if !write_or_send => Some("to write and send"),
         "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
+        "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
         _ => None,
     }
 }

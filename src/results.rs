@@ -227,6 +227,9 @@ pub struct TputRecord {
     pub inline: bool,
     pub imm: bool,
     pub op: Option<String>,
+    /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
+    #[serde(default = "crate::spec::one_sge")]
+    pub sge: u32,
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
@@ -331,6 +334,9 @@ pub struct LatencyRecord {
     pub inline: bool,
     pub imm: bool,
     pub op: Option<String>,
+    /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
+    #[serde(default = "crate::spec::one_sge")]
+    pub sge: u32,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -372,6 +378,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "inline",
     "imm",
     "op",
+    "sge",
     "req",
     "resp",
     "signal_period",
@@ -409,6 +416,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "inline",
     "imm",
     "op",
+    "sge",
     "iters",
     "warmup_dropped",
     "elapsed_s",

@@ -34,6 +34,16 @@ pub fn count_points(knobs: &[(&str, usize)]) -> crate::error::Result<u64> {
 /// `MAX_POINTS` values). The error says what was wrong, for the caller to
 /// prefix with the option name.
 pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
+    parse_list_from(text, 1)
+}
+
+/// `--size`: as [`parse_list`], but 0 (a header-only op) is a value too; the
+/// spec says where it applies.
+pub fn parse_sizes(text: &str) -> Result<Vec<u32>, String> {
+    parse_list_from(text, 0)
+}
+
+fn parse_list_from(text: &str, min: u32) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
     for part in text.split(',') {
         if out.len() as u64 > MAX_POINTS {
@@ -45,7 +55,7 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
         }
         if let Some((lo, hi)) = part.split_once("..") {
             let hi = hi.strip_prefix('=').unwrap_or(hi);
-            let (lo, hi) = (parse_one(lo)?, parse_one(hi)?);
+            let (lo, hi) = (parse_one(lo, min)?, parse_one(hi, min)?);
             if lo > hi {
                 return Err(format!("range '{part}' runs backwards"));
             }
@@ -66,7 +76,7 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
                 out.push(hi);
             }
         } else {
-            out.push(parse_one(part)?);
+            out.push(parse_one(part, min)?);
         }
     }
     let mut seen = std::collections::HashSet::new();
@@ -77,7 +87,7 @@ pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
     Ok(out)
 }
 
-fn parse_one(s: &str) -> Result<u32, String> {
+fn parse_one(s: &str, min: u32) -> Result<u32, String> {
     let s = s.trim();
     if s.starts_with('-') && s[1..].chars().next().is_some_and(|c| c.is_ascii_digit()) {
         return Err(format!("'{s}' is negative (values start at 1)"));
@@ -94,15 +104,22 @@ fn parse_one(s: &str) -> Result<u32, String> {
         .checked_mul(mult)
         .filter(|v| *v <= u32::MAX as u64)
         .ok_or_else(|| format!("'{s}' is too large (limit {})", u32::MAX))?;
-    if v == 0 {
-        return Err(format!("'{s}' must be at least 1"));
+    if v < u64::from(min) {
+        return Err(format!("'{s}' must be at least {min}"));
     }
     Ok(v as u32)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::parse_list;
+    use super::{parse_list, parse_sizes};
+
+    #[test]
+    fn sizes_take_zero() {
+        assert_eq!(parse_sizes("0,64").unwrap(), vec![0, 64]);
+        assert_eq!(parse_sizes("0..4").unwrap(), vec![0, 1, 2, 4]);
+        assert!(parse_sizes("-1").is_err());
+    }
 
     #[test]
     fn lists_ranges_and_suffixes() {

@@ -11,6 +11,33 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
     #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[
         (&["write", "--size", "0"], "--size"),
+        (&["write", "--sge", "0"], "--sge 0"),
+        (&["write", "--sge", "5", "-s", "4"], "--sge 5 --size 4"),
+        (&["write", "--sge", "99999"], "--sge 99999"),
+        (&["send", "--sge", "-1"], "--sge"),
+        (
+            &["write", "--completion", "-s", "0", "--sge", "2"],
+            "--sge 2 --size 0",
+        ),
+        (
+            &["write", "--tput", "inbound", "-s", "2", "--sge", "3"],
+            "--sge 3 --size 2",
+        ),
+        (&["echo", "--sge", "2"], "--sge"),
+        (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
+        (
+            &["write", "-s", "0"],
+            "--size 0: a ping-pong detects arrival by the payload's last byte",
+        ),
+        (&["send", "-s", "0"], "--size 0: a ping-pong"),
+        (&["read", "-s", "0"], "--size 0: a READ"),
+        (
+            &["read", "--tput", "inbound", "-s", "0"],
+            "--size 0: a READ",
+        ),
+        (&["echo", "-s", "0"], "--size 0: echo"),
+        (&["echo", "--tput", "-s", "0"], "--size 0: echo"),
+        (&["atomic", "--op", "fadd", "-s", "0"], "--size 0"),
         (&["write", "--size", "abc"], "--size"),
         (&["write", "--size", "64..2"], "--size"),
         (&["write", "--size", "2,,4"], "--size"),
@@ -831,6 +858,8 @@ fn experiment_files_are_strictly_typed() {
         (s("verb = \"read\"\n[[series]]\nlabel = \"read #1\"\nverb = \"write\"\n"), ":5: key 'label'"),
         (s("verb = \"read\"\n\n[[series]]\n\n[[series]]\nverb = \"write\"\n"), ":5: series 2"),
         (s("verb = \"read\"\nlabel = \"\"\n"), ":4: key 'label'"),
+        (s("verb = \"write\"\nsge = true\n"), ":4: key 'sge'"),
+        (s("verb = \"write\"\nsge = \"4\"\n"), ":4: key 'sge'"),
     ];
     for (i, (body, needle)) in cases.iter().enumerate() {
         let path = dir.join(format!("t{i}.toml"));
@@ -862,6 +891,26 @@ fn experiment_files_are_strictly_typed() {
         lines[2],
         "mpirun -np 3 rdma-bench read --warmup=5 --json o/m-3.json"
     );
+    // `sge` is an experiment key; a [defaults] sge skips verbs it does not apply to.
+    let path = dir.join("sge.toml");
+    std::fs::write(
+        &path,
+        mpi_toml("[defaults]\nsge = 4\n[[series]]\nverb = \"write\"\nsize = 0\ncompletion = true\nsge = 1\n\
+[[series]]\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"outbound\"\n[[series]]\nverb = \"echo\"\n"),
+    )
+    .unwrap();
+    let out = common::run_within(&["run", path.to_str().unwrap(), "--out", "o"], 10);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("mpirun")).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].contains("--size=0") && lines[0].contains("--sge=1"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].contains("--sge=4"), "{}", lines[1]);
+    assert!(!lines[2].contains("--sge"), "{}", lines[2]);
 }
 
 #[test]

@@ -144,6 +144,7 @@ impl Port {
             max_qp: self.attr.max_qp,
             max_cqe: self.attr.max_cqe.min(MAX_CQE),
             atomics: self.attr.atomic_cap != AtomicCap::None,
+            max_sge: self.attr.max_sge,
         })
     }
 }

@@ -29,6 +29,8 @@ pub struct QpShape {
     pub rq_depth: u32,
     /// Inline room each QP is created with.
     pub inline: u32,
+    /// SGEs a send WR may gather (`--sge`).
+    pub sge: u32,
     /// Buffer bytes per QP.
     pub region: usize,
     pub access: Access,
@@ -64,6 +66,7 @@ impl QpSet {
                 .max_send_wr(shape.sq_depth)
                 .max_recv_wr(shape.rq_depth.max(1))
                 .max_inline(shape.inline)
+                .max_send_sge(shape.sge)
                 .build()?;
             qp.to_init(&port.config, shape.access)?;
             qps.push(qp);

@@ -64,16 +64,25 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
             ""
         }
     };
+    // Only a non-default --sge joins the key, so files before it line up.
+    let sge = |n: u32| {
+        if n == 1 {
+            String::new()
+        } else {
+            format!(" sge {n}")
+        }
+    };
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
                 inline(&l.verb, l.inline),
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
+                sge(l.sge),
                 l.size
             ),
             "p50_ns",
@@ -81,7 +90,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -92,6 +101,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                     (Some(a), Some(b)) => format!(" {a}/{b}"),
                     _ => String::new(),
                 },
+                sge(t.sge),
                 t.size,
                 t.signal_period,
                 t.threads,
@@ -413,6 +423,7 @@ mod tests {
                     inline: false,
                     imm: false,
                     op: None,
+                    sge: 1,
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,
@@ -451,6 +462,25 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn sge_joins_the_key_only_when_not_one() {
+        let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        assert!(!old.contains("sge"), "{old}");
+        if let Record::Latency(l) = &mut r {
+            l.sge = 4;
+        }
+        let new = point_key(&r).0;
+        assert!(new.contains(" sge 4 "), "{new}");
+        assert_ne!(old, new);
+        // A file written before --sge existed reads as sge 1.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        v.as_object_mut().unwrap().remove("sge");
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
     }
 
     #[test]

@@ -6,13 +6,14 @@ use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::results::LatencyRecord;
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
-use crate::sweep::parse_list;
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
 /// verbs object exists.
 pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
     let sizes = match &a.size {
-        Some(s) => parse_list(s).map_err(|e| Error::usage(format!("--size: {e}")))?,
+        Some(s) => {
+            crate::sweep::parse_sizes(s).map_err(|e| Error::usage(format!("--size: {e}")))?
+        }
         None => vec![verb.default_size(false)],
     };
     crate::sweep::count_points(&[("--size", sizes.len())])?;
@@ -51,6 +52,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         duration_s: a.duration,
         warmup: a.warmup,
         timeout_s: a.timeout,
+        sge: a.sge,
     };
     spec.validate()?;
     Ok(spec)
@@ -70,6 +72,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         inline: p.client.inline,
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
+        sge: spec.sge,
         iters: p.client.measured,
         warmup_dropped: p.client.warmup,
         elapsed_s: p.client.elapsed_ns as f64 / 1e9,

@@ -57,7 +57,9 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         )));
     }
     let sizes = match &a.size {
-        Some(s) => list("--size", s)?,
+        Some(s) => {
+            crate::sweep::parse_sizes(s).map_err(|e| Error::usage(format!("--size: {e}")))?
+        }
         None => vec![verb.default_size(true)],
     };
     let transports = parse_transports(&a.transport)?;
@@ -130,6 +132,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         warmup_s: a.warmup_time,
         timeout_s: a.timeout,
         group: a.group,
+        sge: a.sge,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -162,6 +165,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         inline: o.inline,
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
+        sge: spec.sge,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         signal_period: p.signal_period,

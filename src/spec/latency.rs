@@ -25,6 +25,9 @@ pub struct LatencySpec {
     pub warmup: u64,
     /// Longest wait on the peer before giving up.
     pub timeout_s: f64,
+    /// SGEs each send WR's payload is split over (`--sge`).
+    #[serde(default = "one_sge")]
+    pub sge: u32,
 }
 
 impl LatencySpec {
@@ -85,8 +88,12 @@ impl LatencySpec {
                     "--size {s}: atomics always move {ATOMIC_SIZE} bytes (leave --size out)"
                 )));
             }
-            check_range("--size", s, MIN_SIZE, MAX_SIZE, "")?;
+            if s == 0 {
+                check_size_zero(self.verb, self.mode == LatencyMode::PingPong)?;
+            }
+            check_range("--size", s, 0, MAX_SIZE, "")?;
         }
+        check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
         check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
         if let Some(d) = self.duration_s {
             check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
@@ -103,7 +110,9 @@ impl LatencySpec {
         max_inline: u32,
         ud_mtu: u32,
         atomics: bool,
+        max_sge: u32,
     ) -> Result<()> {
+        check_device_sge(self.sge, device, max_sge)?;
         if self.inline && self.max_size() > max_inline {
             return Err(Error::usage(format!(
                 "--inline --size {}: exceeds the max_inline of {device} ({max_inline})",
@@ -146,6 +155,7 @@ mod tests {
             duration_s: None,
             warmup: 10,
             timeout_s: 5.0,
+            sge: 1,
         }
     }
 
@@ -204,7 +214,7 @@ mod tests {
         let mut s = spec(VerbKind::Send);
         s.transport = Transport::Ud;
         s.sizes = vec![2048];
-        let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
+        let e = s.validate_device("rxe0", 512, 1024, true, 32).unwrap_err();
         assert_eq!(
             e.to_string(),
             "--size 2048 exceeds the UD MTU of rxe0 (1024)"
@@ -213,7 +223,46 @@ mod tests {
         let mut s = spec(VerbKind::Write);
         s.inline = true;
         s.sizes = vec![1024];
-        let e = s.validate_device("rxe0", 512, 1024, true).unwrap_err();
+        let e = s.validate_device("rxe0", 512, 1024, true, 32).unwrap_err();
         assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
+        let mut s = spec(VerbKind::Write);
+        s.sge = 33;
+        let e = s.validate_device("rxe0", 512, 1024, true, 32).unwrap_err();
+        assert_eq!(e.to_string(), "--sge 33: exceeds the max_sge of rxe0 (32)");
+    }
+
+    #[test]
+    fn sge_and_size_zero_are_checked_against_verb_mode_and_size() {
+        let mut s = spec(VerbKind::Write);
+        s.sge = 4;
+        s.validate().unwrap();
+        s.sizes = vec![64, 3];
+        refused(s, "--sge 4 --size 3");
+        let mut s = spec(VerbKind::Write);
+        s.sge = 0;
+        refused(s, "--sge 0");
+        let mut s = spec(VerbKind::Atomic);
+        s.sge = 2;
+        refused(s, "--sge 2");
+        let mut s = spec(VerbKind::Write);
+        s.sizes = vec![0];
+        refused(
+            s,
+            "--size 0: a ping-pong detects arrival by the payload's last byte",
+        );
+        for v in [VerbKind::Write, VerbKind::Send] {
+            let mut s = spec(v);
+            s.mode = LatencyMode::Completion;
+            s.sizes = vec![0];
+            s.validate().unwrap();
+            s.sge = 2;
+            refused(s, "--sge 2 --size 0");
+        }
+        let mut s = spec(VerbKind::Read);
+        s.sizes = vec![0];
+        refused(s, "--size 0: a READ");
+        let mut s = spec(VerbKind::Echo);
+        s.sizes = vec![0];
+        refused(s, "--size 0: echo");
     }
 }

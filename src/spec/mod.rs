@@ -130,7 +130,60 @@ pub fn check_timeout(seconds: f64) -> Result<()> {
 }
 
 /// Payload bytes that a ping-pong needs at least: the last byte carries the marker.
+/// Completion latency and throughput of WRITE and SEND also take 0 (a header-only op).
 pub const MIN_SIZE: u32 = 1;
+/// Most SGEs per WR the tool accepts (devices allow fewer; checked separately).
+pub const MAX_SGE: u32 = 1024;
+
+/// `--sge` for the serde default of files written before it existed.
+pub fn one_sge() -> u32 {
+    1
+}
+
+/// Host-side checks of `--sge n` against the verb and each payload size:
+/// every SGE carries at least one byte, a 0-byte WR gathers none.
+pub fn check_sge(n: u32, verb: VerbKind, sizes: impl IntoIterator<Item = u32>) -> Result<()> {
+    check_range("--sge", n, 1, MAX_SGE, "")?;
+    if n == 1 {
+        return Ok(());
+    }
+    match verb {
+        VerbKind::Atomic => {
+            return Err(Error::usage(format!(
+                "--sge {n}: an atomic gathers one 8-byte word (one SGE)"
+            )))
+        }
+        VerbKind::Echo => {
+            return Err(Error::usage(format!(
+                "--sge {n}: echo answers from where the request landed (one SGE); use write or send"
+            )))
+        }
+        _ => {}
+    }
+    for s in sizes {
+        if n > s {
+            return Err(Error::usage(format!(
+                "--sge {n} --size {s}: each SGE carries at least one byte (a 0-byte WR gathers none)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Size 0 (a header-only WRITE, SEND or WRITE-with-immediate): refused where
+/// the run needs payload bytes, with the reason.
+pub fn check_size_zero(verb: VerbKind, ping_pong: bool) -> Result<()> {
+    let why = match verb {
+        VerbKind::Read => "a READ of 0 bytes fetches nothing to measure",
+        VerbKind::Atomic => "atomics always move 8 bytes",
+        VerbKind::Echo => "echo detects each request by the payload's last byte",
+        _ if ping_pong => {
+            "a ping-pong detects arrival by the payload's last byte (use --completion or --tput)"
+        }
+        _ => return Ok(()),
+    };
+    Err(Error::usage(format!("--size 0: {why}")))
+}
 /// The largest payload a latency run allows (the buffer is registered once for it).
 pub const MAX_SIZE: u32 = 1 << 30;
 /// Atomics always move 8 bytes.
@@ -149,6 +202,18 @@ pub struct DeviceLimits {
     /// Entries a CQ may have (capped at what rdma-bench ever asks for).
     pub max_cqe: u32,
     pub atomics: bool,
+    /// SGEs a send WR may gather (`max_sge`).
+    pub max_sge: u32,
+}
+
+/// `--sge n` against the device's `max_sge`.
+pub fn check_device_sge(n: u32, device: &str, max_sge: u32) -> Result<()> {
+    if n > max_sge {
+        return Err(Error::usage(format!(
+            "--sge {n}: exceeds the max_sge of {device} ({max_sge})"
+        )));
+    }
+    Ok(())
 }
 
 impl DeviceLimits {

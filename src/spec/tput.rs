@@ -136,6 +136,9 @@ pub struct TputSpec {
     pub timeout_s: f64,
     /// Client processes expected to start together at one `serve` (1 = just this one).
     pub group: u32,
+    /// SGEs each issued WR's payload is split over (`--sge`).
+    #[serde(default = "one_sge")]
+    pub sge: u32,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -205,6 +208,7 @@ impl TputSpec {
         for p in &self.points {
             self.validate_point(p)?;
         }
+        check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
         Ok(())
     }
 
@@ -240,7 +244,10 @@ impl TputSpec {
                 p.size
             )));
         }
-        check_range("--size", p.size, MIN_SIZE, MAX_SIZE, "")?;
+        if p.size == 0 {
+            check_size_zero(self.verb, false)?;
+        }
+        check_range("--size", p.size, 0, MAX_SIZE, "")?;
         check_range("--qps", p.qps, 1, MAX_QPS, "")?;
         check_range("--threads", p.threads, 1, MAX_THREADS, "")?;
         if p.total_qps() > MAX_QPS {
@@ -262,6 +269,7 @@ impl TputSpec {
 
     /// Checks each point against what the device offers.
     pub fn validate_device(&self, dev: &DeviceLimits) -> Result<()> {
+        check_device_sge(self.sge, &dev.name, dev.max_sge)?;
         for p in &self.points {
             let name = &dev.name;
             let max_inline = dev.max_inline(p.transport);
@@ -359,6 +367,7 @@ mod tput_tests {
             warmup_s: 0.2,
             timeout_s: 5.0,
             group: 1,
+            sge: 1,
         }
     }
 
@@ -387,6 +396,23 @@ mod tput_tests {
         let mut echo = spec(VerbKind::Echo, Direction::Echo);
         echo.points[0].transport = Transport::Uc;
         echo.validate().unwrap();
+    }
+
+    #[test]
+    fn tput_sge_and_size_zero() {
+        for v in [VerbKind::Write, VerbKind::Send] {
+            for d in [Direction::Inbound, Direction::Outbound] {
+                with(spec(v, d), |p| p.size = 0).validate().unwrap();
+            }
+        }
+        let s = with(spec(VerbKind::Read, Direction::Inbound), |p| p.size = 0);
+        refused(&s, "--size 0: a READ");
+        let mut s = spec(VerbKind::Write, Direction::Inbound);
+        s.sge = 4;
+        s.validate().unwrap();
+        refused(&with(s.clone(), |p| p.size = 2), "--sge 4 --size 2");
+        s.sge = 0;
+        refused(&s, "--sge 0");
     }
 
     #[test]
@@ -444,6 +470,7 @@ mod tput_tests {
             max_qp: 64,
             max_cqe: 32_767,
             atomics: true,
+            max_sge: 32,
         };
         let mut s = spec(VerbKind::Send, Direction::Inbound);
         s.points[0].transport = Transport::Ud;

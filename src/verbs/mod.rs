@@ -25,4 +25,4 @@ pub use error::{Result, Verb, VerbsError};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
-pub use wr::{RecvList, SendList, SendOp};
+pub use wr::{sge_split, RecvList, SendList, SendOp};

@@ -230,6 +230,38 @@ impl SendList {
         wr.num_sge = wr.num_sge.max(j as i32 + 1);
     }
 
+    /// Sets WR `i` to `op` on `len` bytes of `mr` at `offset`, split over
+    /// `sges` contiguous SGEs of near-equal length (see [`sge_split`]); a
+    /// 0-byte WR gathers nothing (`num_sge` 0). The list must have room for
+    /// `sges` SGEs per WR, and `sges` ≤ `len` unless `len` is 0 (setup time).
+    pub fn set_split(
+        &mut self,
+        i: usize,
+        op: SendOp,
+        mr: &Arc<MemoryRegion>,
+        offset: usize,
+        len: u32,
+        sges: usize,
+    ) {
+        assert!(
+            (1..=self.sges_per_wr).contains(&sges),
+            "WR {i}: {sges} SGEs outside 1..={}",
+            self.sges_per_wr
+        );
+        self.set(i, op, mr, offset, len);
+        if len == 0 {
+            self.wrs[i].num_sge = 0;
+            return;
+        }
+        for (j, (at, piece)) in sge_split(len, sges).enumerate() {
+            if j == 0 {
+                self.sges[i * self.sges_per_wr].length = piece;
+            } else {
+                self.set_sge(i, j, mr, offset + at as usize, piece);
+            }
+        }
+    }
+
     /// Addresses WR `i` to a UD peer (setup time).
     pub fn set_ud_dest(&mut self, i: usize, ah: &Arc<AddressHandle>, qpn: u32, qkey: u32) {
         self.held.add_ah(ah);
@@ -295,6 +327,18 @@ impl SendList {
         }
         wr_base
     }
+}
+
+/// Splits `len` bytes into `n` contiguous pieces (offset, length) whose
+/// lengths differ by at most one, the longer ones first. Each piece has at
+/// least one byte when `n` ≤ `len`.
+pub fn sge_split(len: u32, n: usize) -> impl Iterator<Item = (u32, u32)> {
+    let n = n.max(1) as u32;
+    let (base, extra) = (len / n, len % n);
+    (0..n).map(move |j| {
+        let at = j * base + j.min(extra);
+        (at, base + u32::from(j < extra))
+    })
 }
 
 /// A chain of receive WRs posted with one `ibv_post_recv`, one SGE each.
@@ -429,6 +473,37 @@ mod tests {
             // Re-linking is idempotent.
             assert_eq!(walk_send(list.head()), chain);
         }
+    }
+
+    #[test]
+    fn sge_split_covers_the_payload_in_near_equal_contiguous_pieces() {
+        for (len, n) in [
+            (1, 1),
+            (4, 4),
+            (5, 4),
+            (64, 4),
+            (1024, 3),
+            (7, 2),
+            (4096, 30),
+        ] {
+            let pieces: Vec<_> = sge_split(len, n).collect();
+            assert_eq!(pieces.len(), n, "{len}/{n}");
+            let mut next = 0;
+            for &(at, l) in &pieces {
+                assert_eq!(at, next, "{len}/{n}: pieces are contiguous");
+                assert!(l >= 1, "{len}/{n}: every SGE carries a byte");
+                next = at + l;
+            }
+            assert_eq!(next, len, "{len}/{n}: pieces cover the payload");
+            let (min, max) = pieces
+                .iter()
+                .fold((u32::MAX, 0), |(a, b), &(_, l)| (a.min(l), b.max(l)));
+            assert!(max - min <= 1, "{len}/{n}: {pieces:?}");
+        }
+        assert_eq!(
+            sge_split(5, 4).collect::<Vec<_>>(),
+            [(0, 2), (2, 1), (3, 1), (4, 1)]
+        );
     }
 
     #[test]

@@ -50,13 +50,20 @@ fn recv_marker_at(side: &Side, size: u32) -> usize {
     } else {
         0
     };
-    side.recv_area() + grh + size as usize - 1
+    // Size 0 (completion latency only) has no last byte: any byte will do.
+    side.recv_area() + grh + (size as usize).saturating_sub(1)
+}
+
+/// Offset of the last payload byte of a `size`-byte message in the send area.
+fn send_marker_at(size: u32) -> usize {
+    Side::SEND_AREA + (size as usize).saturating_sub(1)
 }
 
 /// Builds the one-WR list a side posts for `spec` at `size`: from the send
 /// area, or (ECHO's server) straight from where the request landed.
 fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) -> SendList {
-    let mut wr = SendList::new(1);
+    let sge = spec.sge as usize;
+    let mut wr = SendList::with_sges(1, sge);
     let remote = &side.remote;
     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
     let offset = if from_recv_area {
@@ -64,7 +71,7 @@ fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) ->
     } else {
         Side::SEND_AREA
     };
-    wr.set(0, op, &side.set.mr, offset, size);
+    wr.set_split(0, op, &side.set.mr, offset, size, sge);
     if let Some(ah) = &side.set.ahs[0] {
         wr.set_ud_dest(0, ah, remote.qpn, UD_QKEY);
     }
@@ -112,7 +119,7 @@ pub fn client_point(
         .duration_s
         .map(|d| clock.ticks(std::time::Duration::from_secs_f64(d)));
     let total = warmup + spec.iters;
-    let send_marker = Side::SEND_AREA + size as usize - 1;
+    let send_marker = send_marker_at(size);
     let recv_marker = recv_marker_at(side, size);
     let qpn = side.qp().qpn();
     let Side { set, recvs, .. } = side;
@@ -227,7 +234,7 @@ pub fn server_point(
     let echo = spec.verb == VerbKind::Echo;
     let mut wr = build_wr(side, spec, size, echo);
     let verb = wc_label(spec.verb, spec.op);
-    let send_marker = Side::SEND_AREA + size as usize - 1;
+    let send_marker = send_marker_at(size);
     let recv_marker = recv_marker_at(side, size);
     let Side { set, recvs, .. } = side;
     let (qp, mr) = (&mut set.qps[0], &set.mr);

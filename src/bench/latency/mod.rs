@@ -72,6 +72,7 @@ impl UnconnectedSide {
                 sq_depth: SQ_DEPTH,
                 rq_depth: RQ_DEPTH,
                 inline: inline_room,
+                sge: spec.sge,
                 region: 2 * slot,
                 access: access_for(spec.verb, role),
             },

@@ -63,6 +63,7 @@ impl EchoClientSet {
                     1
                 },
                 inline: if inline { p.size } else { 0 },
+                sge: 1,
                 region: layout.client_region(),
                 access,
             },
@@ -76,6 +77,7 @@ impl EchoClientSet {
                     sq_depth: 1,
                     rq_depth: (p.window + RECV_BATCH) * 2,
                     inline: 0,
+                    sge: 1,
                     region: layout.server_region(),
                     access: Access::LOCAL,
                 },

@@ -42,10 +42,11 @@ impl IssuerSet {
             .iter()
             .enumerate()
             .map(|(q, remote)| {
-                let mut list = SendList::new(pl);
+                let sge = spec.sge as usize;
+                let mut list = SendList::with_sges(pl, sge);
                 for j in 0..pl {
                     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
-                    list.set(j, op, &self.set.mr, self.set.offset(q), p.size);
+                    list.set_split(j, op, &self.set.mr, self.set.offset(q), p.size, sge);
                     list.set_inline(j, spec.inline);
                     if let Some(ah) = &self.set.ahs[q] {
                         list.set_ud_dest(j, ah, remote.qpn, UD_QKEY);

@@ -112,6 +112,7 @@ impl<E: EchoPart> PointSide<E> {
                     sq_depth: p.sq_depth(),
                     rq_depth: 1,
                     inline: if spec.inline { p.size } else { 0 },
+                    sge: spec.sge,
                     region: slot_bytes(p.size),
                     access: Access::LOCAL,
                 };

@@ -34,6 +34,7 @@ impl TargetSet {
                 sq_depth: 1,
                 rq_depth: if sends { sink_rq_depth(p) } else { 1 },
                 inline: 0,
+                sge: 1,
                 region: if sends {
                     slot * RECV_BATCH as usize
                 } else {

@@ -37,6 +37,7 @@ const OPTION_KEYS: &[&str] = &[
     "req",
     "resp",
     "group",
+    "sge",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -242,7 +243,7 @@ enum Expect {
 fn expect(key: &str) -> Expect {
     match key {
         "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
-        "iters" | "warmup" | "group" => Expect::Count,
+        "iters" | "warmup" | "group" | "sge" => Expect::Count,
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
         "inline" | "imm" | "completion" => Expect::Flag,
         "transport" => Expect::Words,
