@@ -230,6 +230,16 @@ pub struct TputRecord {
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
+    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
+    /// where not given (traffic class, SL and flow label 0, the active MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_label: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -331,6 +341,16 @@ pub struct LatencyRecord {
     pub inline: bool,
     pub imm: bool,
     pub op: Option<String>,
+    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
+    /// where not given (traffic class, SL and flow label 0, the active MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_label: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -374,6 +394,10 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "op",
     "req",
     "resp",
+    "tclass",
+    "sl",
+    "flow_label",
+    "mtu",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -409,6 +433,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "inline",
     "imm",
     "op",
+    "tclass",
+    "sl",
+    "flow_label",
+    "mtu",
     "iters",
     "warmup_dropped",
     "elapsed_s",

@@ -56,6 +56,28 @@ pub struct Comparison {
 pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window";
 
 /// The parameters that identify a point, as a readable string (also the match key).
+/// The QoS and path options as requested, only those set (an older file,
+/// or a run without them, ran with the defaults): " tclass 96 mtu 1024".
+fn path_key(
+    tclass: Option<u8>,
+    sl: Option<u8>,
+    flow_label: Option<u32>,
+    mtu: Option<u32>,
+) -> String {
+    let mut key = String::new();
+    for (name, v) in [
+        ("tclass", tclass.map(u32::from)),
+        ("sl", sl.map(u32::from)),
+        ("flow_label", flow_label),
+        ("mtu", mtu),
+    ] {
+        if let Some(v) = v {
+            key.push_str(&format!(" {name} {v}"));
+        }
+    }
+    key
+}
+
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     let inline = |verb: &str, inline: bool| {
         if inline && verb != "echo" {
@@ -67,13 +89,14 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
                 inline(&l.verb, l.inline),
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
+                path_key(l.tclass, l.sl, l.flow_label, l.mtu),
                 l.size
             ),
             "p50_ns",
@@ -81,7 +104,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -92,6 +115,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                     (Some(a), Some(b)) => format!(" {a}/{b}"),
                     _ => String::new(),
                 },
+                path_key(t.tclass, t.sl, t.flow_label, t.mtu),
                 t.size,
                 t.signal_period,
                 t.threads,
@@ -413,6 +437,10 @@ mod tests {
                     inline: false,
                     imm: false,
                     op: None,
+                    tclass: None,
+                    sl: None,
+                    flow_label: None,
+                    mtu: None,
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,

@@ -130,6 +130,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         warmup_s: a.warmup_time,
         timeout_s: a.timeout,
         group: a.group,
+        path: super::setup::path_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -164,6 +165,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
+        tclass: spec.path.tclass,
+        sl: spec.path.sl,
+        flow_label: spec.path.flow_label,
+        mtu: spec.path.mtu,
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period

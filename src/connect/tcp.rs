@@ -189,6 +189,7 @@ mod tests {
                 duration_s: None,
                 warmup: 1,
                 timeout_s: 3.0,
+                path: Default::default(),
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

@@ -74,6 +74,7 @@ impl UnconnectedSide {
                 inline: inline_room,
                 region: 2 * slot,
                 access: access_for(spec.verb, role),
+                path: spec.path,
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

@@ -36,7 +36,13 @@ fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
         0
     };
     let limits = port.limits(&[])?;
-    spec.validate_device(&limits.name, max_inline, limits.mtu, limits.atomics)?;
+    spec.validate_device(
+        &limits.name,
+        limits.port,
+        max_inline,
+        limits.mtu,
+        limits.atomics,
+    )?;
     Ok(inline_room(
         spec.verb,
         spec.inline,

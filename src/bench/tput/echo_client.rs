@@ -65,6 +65,7 @@ impl EchoClientSet {
                 inline: if inline { p.size } else { 0 },
                 region: layout.client_region(),
                 access,
+                path: spec.path,
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -78,6 +79,7 @@ impl EchoClientSet {
                     inline: 0,
                     region: layout.server_region(),
                     access: Access::LOCAL,
+                    path: spec.path,
                 },
             )?)
         } else {

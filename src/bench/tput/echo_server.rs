@@ -80,6 +80,7 @@ impl EchoServerSet {
                     inline: inline_on(p.transport)?,
                     region: layout.server_region(),
                     access,
+                    path: spec.path,
                 },
             )
         };
@@ -94,6 +95,7 @@ impl EchoServerSet {
                     inline: inline_on(Transport::Ud)?,
                     region: rq as usize * layout.slot,
                     access: Access::LOCAL,
+                    path: spec.path,
                 },
             )
         };

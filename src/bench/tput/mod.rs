@@ -114,6 +114,7 @@ impl<E: EchoPart> PointSide<E> {
                     inline: if spec.inline { p.size } else { 0 },
                     region: slot_bytes(p.size),
                     access: Access::LOCAL,
+                    path: spec.path,
                 };
                 let sets = (0..p.threads)
                     .map(|_| IssuerSet::new(port, &shape))

@@ -40,6 +40,7 @@ impl TargetSet {
                     slot
                 },
                 access,
+                path: spec.path,
             },
         )?;
         Ok(TargetSet {

@@ -37,6 +37,10 @@ const OPTION_KEYS: &[&str] = &[
     "req",
     "resp",
     "group",
+    "tclass",
+    "sl",
+    "flow_label",
+    "mtu",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
