@@ -482,6 +482,27 @@ mod tests {
     }
 
     #[test]
+    fn path_options_join_the_key_only_when_requested() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let plain = point_key(&d.results[0]).0;
+        assert_eq!(plain, "latency write half_rtt rc size 64");
+        // An older file (no such fields) keys like a run without the options.
+        let old: ResultsDoc = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
+        assert_eq!(point_key(&old.results[0]).0, plain);
+        let mut q = d.clone();
+        if let Record::Latency(l) = &mut q.results[0] {
+            l.tclass = Some(96);
+            l.mtu = Some(1024);
+        }
+        assert_eq!(
+            point_key(&q.results[0]).0,
+            "latency write half_rtt rc tclass 96 mtu 1024 size 64"
+        );
+        let v = serde_json::to_value(&d.results[0]).unwrap();
+        assert!(v.get("tclass").is_none(), "absent when not requested: {v}");
+    }
+
+    #[test]
     fn differing_run_conditions_are_refused_naming_the_field() {
         let a = doc("mlx5_0", 4123, &[(64, 1200.0)]);
         let mut b = doc("mlx5_0", 4123, &[(64, 1100.0)]);
