@@ -1705,3 +1705,40 @@ fn qos_and_path_options_are_applied_recorded_and_refused_above_the_port() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     }
 }
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn mtu_option_sets_the_path_mtu_the_device_packetizes_with() {
+    // A 2048 B WRITE ping-pong on RC: each side's WRITE is 2048/MTU packets
+    // plus its ACK, so --mtu 512 shows 4 data packets per WRITE where the
+    // active MTU (1024 on rxe) shows 2: the device witnesses the path MTU.
+    let active = active_mtu();
+    let mut per_iter = Vec::new();
+    for mtu in ["512", &active.to_string()] {
+        let name = format!("mtu{mtu}");
+        let (doc, _) = latency(
+            &name,
+            &[
+                "write", "-s", "2048", "-n", "2000", "--warmup", "500", "--mtu", mtu,
+            ],
+        );
+        let r = doc.latency().next().unwrap();
+        assert_window_outlasts_counter_cache(&name, r.elapsed_s);
+        let sent = counter(r.device_counters.as_ref(), "sent_pkts", &name);
+        let per = sent as f64 / r.iters as f64;
+        eprintln!(
+            "MEASURED: write 2048 B --mtu {mtu}: sent_pkts {sent} for {} iterations = {per:.2} per iteration",
+            r.iters
+        );
+        per_iter.push((mtu.parse::<u32>().unwrap(), per));
+    }
+    for (mtu, per) in per_iter {
+        // Two WRITEs of 2048/mtu packets each, plus ACKs (at most one per packet).
+        let data = 2.0 * 2048.0 / f64::from(mtu);
+        assert!(
+            per >= data - 0.1 && per <= 2.0 * data + 0.1,
+            "--mtu {mtu}: {per:.2} packets per iteration, expected {data}..={}",
+            2.0 * data
+        );
+    }
+}
