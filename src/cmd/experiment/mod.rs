@@ -246,7 +246,7 @@ enum Expect {
 fn expect(key: &str) -> Expect {
     match key {
         "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
-        "iters" | "warmup" | "group" => Expect::Count,
+        "iters" | "warmup" | "group" | "tclass" | "sl" | "flow_label" | "mtu" => Expect::Count,
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
         "inline" | "imm" | "completion" => Expect::Flag,
         "transport" => Expect::Words,
