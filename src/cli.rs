@@ -230,6 +230,18 @@ pub struct TestArgs {
     /// Echo throughput: response verb.
     #[arg(long, value_enum, default_value_t = EchoVerb::Send)]
     pub resp: EchoVerb,
+    /// Traffic class of every QP's path (GRH; DSCP/ECN on RoCE), 0-255.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub tclass: Option<i64>,
+    /// Service level of every QP's path, 0-15.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub sl: Option<i64>,
+    /// GRH flow label of every QP's path, 0-1048575 (20 bits).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub flow_label: Option<i64>,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
+    pub mtu: Option<i64>,
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,

@@ -233,6 +233,16 @@ pub struct TputRecord {
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
+    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
+    /// where not given (traffic class, SL and flow label 0, the active MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_label: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -337,6 +347,16 @@ pub struct LatencyRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
+    /// where not given (traffic class, SL and flow label 0, the active MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_label: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -381,6 +401,10 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "sge",
     "req",
     "resp",
+    "tclass",
+    "sl",
+    "flow_label",
+    "mtu",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -417,6 +441,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "tclass",
+    "sl",
+    "flow_label",
+    "mtu",
     "iters",
     "warmup_dropped",
     "elapsed_s",

@@ -69,6 +69,28 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "/nonexistent-dir",
         ),
         (&["write", "-c", "rc,uc"], "one transport"),
+        // QoS and path, before any device is opened.
+        (&["write", "--sl", "16"], "--sl 16: must be 0..=15"),
+        (&["write", "--sl", "-1"], "--sl -1: must be 0..=15"),
+        (
+            &["write", "--tclass", "256"],
+            "--tclass 256: must be 0..=255",
+        ),
+        (&["send", "--tclass", "-3"], "--tclass -3: must be 0..=255"),
+        (
+            &["write", "--flow-label", "1048576"],
+            "--flow-label 1048576: must be 0..=1048575",
+        ),
+        (
+            &["write", "--mtu", "3000"],
+            "--mtu 3000: must be one of 256, 512, 1024, 2048, 4096",
+        ),
+        (&["write", "--mtu", "-512"], "--mtu -512: must be one of"),
+        (&["write", "--mtu", "abc"], "--mtu"),
+        (
+            &["write", "--tput", "inbound", "--sl", "99"],
+            "--sl 99: must be 0..=15",
+        ),
         // Throughput validation, before any device is opened.
         (&["write", "--tput", "sideways"], "--tput sideways"),
         (&["write", "--tput"], "--tput"),
@@ -195,6 +217,8 @@ fn bad_experiment_files_exit_2_naming_file_line_and_key() {
         ("name = \"t\"\n[[series]]\nverb = \"atomic\"\nop = \"xor\"\n", ":4: key 'op'"),
         ("name = \"t\"\n[[series]]\nverb = \"write\"\niters = \"many\"\n", ":4: key 'iters'"),
         ("name = \"t\"\n[[series]\nverb = \"write\"\n", ":2:"),
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\nmtu = 3000\n", ":4: key 'mtu'"),
+        ("name = \"t\"\n[defaults]\nsl = 16\n[[series]]\nverb = \"write\"\n", "key 'sl'"),
         ("[[series]]\nverb = \"write\"\n", "name"),
     ];
     for (i, (body, needle)) in cases.iter().enumerate() {

@@ -10,7 +10,7 @@ use super::counters::DeviceCounters;
 /// The largest CQ rdma-bench asks for (rxe's limit, and within most NICs');
 /// a QP set with more entries' worth of queues shares it.
 pub const MAX_CQE: u32 = 32_767;
-use crate::spec::DeviceLimits;
+use crate::spec::{DeviceLimits, PathSpec};
 use crate::verbs::{
     default_gid_index, probe_max_inline, AtomicCap, CompletionQueue, Context, DeviceAttr, Gid,
     LinkLayer, PortConfig, PortState, ProtectionDomain, Transport,
@@ -100,6 +100,9 @@ impl Port {
                 port: choice.ib_port,
                 gid_index: gid_index as u8,
                 mtu: port.active_mtu,
+                traffic_class: 0,
+                flow_label: 0,
+                sl: 0,
                 global: port.link_layer == LinkLayer::Ethernet,
                 rd_atomic: attr
                     .max_qp_rd_atom
@@ -116,6 +119,18 @@ impl Port {
             inline: Default::default(),
             counters: DeviceCounters::open(&name, choice.ib_port),
         })
+    }
+
+    /// The port settings of a run's QPs: `path`'s QoS and MTU (an MTU above
+    /// the active one has been refused by then; it never exceeds it here).
+    pub fn config_for(&self, path: &PathSpec) -> PortConfig {
+        PortConfig {
+            mtu: path.effective_mtu(self.mtu),
+            traffic_class: path.tclass.unwrap_or(0),
+            flow_label: path.flow_label.unwrap_or(0),
+            sl: path.sl.unwrap_or(0),
+            ..self.config
+        }
     }
 
     /// The largest inline payload a `transport` QP is granted, found by
@@ -138,6 +153,7 @@ impl Port {
         }
         Ok(DeviceLimits {
             name: self.ctx.name().to_string(),
+            port: self.config.port,
             max_inline,
             mtu: self.mtu,
             max_qp_wr: self.attr.max_qp_wr,

@@ -12,6 +12,7 @@ use crate::verbs::{
 };
 
 use super::port::{Port, MAX_CQE};
+use crate::spec::PathSpec;
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -34,6 +35,8 @@ pub struct QpShape {
     /// Buffer bytes per QP.
     pub region: usize,
     pub access: Access,
+    /// QoS and MTU of every QP's path.
+    pub path: PathSpec,
 }
 
 pub struct QpSet {
@@ -56,6 +59,7 @@ impl QpSet {
     /// Creates the CQs, the buffer and the QPs (in INIT, granting `access`).
     pub fn new(port: &Port, shape: &QpShape) -> Result<QpSet> {
         let n = shape.count.max(1);
+        let config = port.config_for(&shape.path);
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
         let send_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.sq_depth))?;
         let recv_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.rq_depth))?;
@@ -68,7 +72,7 @@ impl QpSet {
                 .max_inline(shape.inline)
                 .max_send_sge(shape.sge)
                 .build()?;
-            qp.to_init(&port.config, shape.access)?;
+            qp.to_init(&config, shape.access)?;
             qps.push(qp);
         }
         Ok(QpSet {
@@ -81,7 +85,7 @@ impl QpSet {
             region: shape.region,
             lid: port.lid,
             gid: port.gid,
-            config: port.config,
+            config,
             pd: port.pd.clone(),
         })
     }

@@ -56,6 +56,28 @@ pub struct Comparison {
 pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window";
 
 /// The parameters that identify a point, as a readable string (also the match key).
+/// The QoS and path options as requested, only those set (an older file,
+/// or a run without them, ran with the defaults): " tclass 96 mtu 1024".
+fn path_key(
+    tclass: Option<u8>,
+    sl: Option<u8>,
+    flow_label: Option<u32>,
+    mtu: Option<u32>,
+) -> String {
+    let mut key = String::new();
+    for (name, v) in [
+        ("tclass", tclass.map(u32::from)),
+        ("sl", sl.map(u32::from)),
+        ("flow_label", flow_label),
+        ("mtu", mtu),
+    ] {
+        if let Some(v) = v {
+            key.push_str(&format!(" {name} {v}"));
+        }
+    }
+    key
+}
+
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     let inline = |verb: &str, inline: bool| {
         if inline && verb != "echo" {
@@ -75,7 +97,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -83,6 +105,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
+                path_key(l.tclass, l.sl, l.flow_label, l.mtu),
                 l.size
             ),
             "p50_ns",
@@ -90,7 +113,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -102,6 +125,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                     _ => String::new(),
                 },
                 sge(t.sge),
+                path_key(t.tclass, t.sl, t.flow_label, t.mtu),
                 t.size,
                 t.signal_period,
                 t.threads,
@@ -424,6 +448,10 @@ mod tests {
                     imm: false,
                     op: None,
                     sge: 1,
+                    tclass: None,
+                    sl: None,
+                    flow_label: None,
+                    mtu: None,
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,
@@ -481,6 +509,27 @@ mod tests {
         v.as_object_mut().unwrap().remove("sge");
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn path_options_join_the_key_only_when_requested() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let plain = point_key(&d.results[0]).0;
+        assert_eq!(plain, "latency write half_rtt rc size 64");
+        // An older file (no such fields) keys like a run without the options.
+        let old: ResultsDoc = serde_json::from_value(serde_json::to_value(&d).unwrap()).unwrap();
+        assert_eq!(point_key(&old.results[0]).0, plain);
+        let mut q = d.clone();
+        if let Record::Latency(l) = &mut q.results[0] {
+            l.tclass = Some(96);
+            l.mtu = Some(1024);
+        }
+        assert_eq!(
+            point_key(&q.results[0]).0,
+            "latency write half_rtt rc tclass 96 mtu 1024 size 64"
+        );
+        let v = serde_json::to_value(&d.results[0]).unwrap();
+        assert!(v.get("tclass").is_none(), "absent when not requested: {v}");
     }
 
     #[test]

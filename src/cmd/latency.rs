@@ -53,6 +53,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         warmup: a.warmup,
         timeout_s: a.timeout,
         sge: a.sge,
+        path: super::setup::path_from_args(a)?,
     };
     spec.validate()?;
     Ok(spec)
@@ -76,6 +77,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         iters: p.client.measured,
         warmup_dropped: p.client.warmup,
         elapsed_s: p.client.elapsed_ns as f64 / 1e9,
+        tclass: spec.path.tclass,
+        sl: spec.path.sl,
+        flow_label: spec.path.flow_label,
+        mtu: spec.path.mtu,
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),

@@ -13,6 +13,11 @@ use crate::error::{Error, Result};
 use crate::results::{now_utc, DeviceInfo, HostInfo, PeerDoc, ResultsDoc, SCHEMA_VERSION};
 use crate::verbs::Transport;
 
+/// `--tclass`, `--sl`, `--flow-label` and `--mtu`, range-checked.
+pub fn path_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::PathSpec> {
+    crate::spec::PathSpec::from_options(a.tclass, a.sl, a.flow_label, a.mtu)
+}
+
 /// Parses `rc`, `uc`, `ud` or a comma list of them.
 pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
     let mut out = Vec::new();

@@ -133,6 +133,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         timeout_s: a.timeout,
         group: a.group,
         sge: a.sge,
+        path: super::setup::path_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -168,6 +169,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sge: spec.sge,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
+        tclass: spec.path.tclass,
+        sl: spec.path.sl,
+        flow_label: spec.path.flow_label,
+        mtu: spec.path.mtu,
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period

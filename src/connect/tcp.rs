@@ -190,6 +190,7 @@ mod tests {
                 warmup: 1,
                 timeout_s: 3.0,
                 sge: 1,
+                path: Default::default(),
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

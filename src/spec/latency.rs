@@ -28,6 +28,9 @@ pub struct LatencySpec {
     /// SGEs each send WR's payload is split over (`--sge`).
     #[serde(default = "one_sge")]
     pub sge: u32,
+    /// Traffic class, SL, flow label and MTU of the QP's path.
+    #[serde(default)]
+    pub path: PathSpec,
 }
 
 impl LatencySpec {
@@ -100,19 +103,22 @@ impl LatencySpec {
         }
         check_range("--warmup", self.warmup, 0, MAX_ITERS, "")?;
         check_timeout(self.timeout_s)?;
-        Ok(())
+        self.path.validate()
     }
 
     /// Checks against what the device and QP really offer.
     pub fn validate_device(
         &self,
         device: &str,
+        port: u8,
         max_inline: u32,
-        ud_mtu: u32,
+        active_mtu: u32,
         atomics: bool,
         max_sge: u32,
     ) -> Result<()> {
         check_device_sge(self.sge, device, max_sge)?;
+        self.path.check_device(device, port, active_mtu)?;
+        let (ud_mtu, ud_why) = self.path.ud_limit(device, active_mtu);
         if self.inline && self.max_size() > max_inline {
             return Err(Error::usage(format!(
                 "--inline --size {}: exceeds the max_inline of {device} ({max_inline})",
@@ -121,7 +127,7 @@ impl LatencySpec {
         }
         if self.transport == Transport::Ud && self.max_size() > ud_mtu {
             return Err(Error::usage(format!(
-                "--size {} exceeds the UD MTU of {device} ({ud_mtu})",
+                "--size {} exceeds {ud_why}",
                 self.max_size()
             )));
         }
@@ -156,6 +162,7 @@ mod tests {
             warmup: 10,
             timeout_s: 5.0,
             sge: 1,
+            path: PathSpec::default(),
         }
     }
 
@@ -214,7 +221,9 @@ mod tests {
         let mut s = spec(VerbKind::Send);
         s.transport = Transport::Ud;
         s.sizes = vec![2048];
-        let e = s.validate_device("rxe0", 512, 1024, true, 32).unwrap_err();
+        let e = s
+            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .unwrap_err();
         assert_eq!(
             e.to_string(),
             "--size 2048 exceeds the UD MTU of rxe0 (1024)"
@@ -223,12 +232,35 @@ mod tests {
         let mut s = spec(VerbKind::Write);
         s.inline = true;
         s.sizes = vec![1024];
-        let e = s.validate_device("rxe0", 512, 1024, true, 32).unwrap_err();
+        let e = s
+            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .unwrap_err();
         assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
         let mut s = spec(VerbKind::Write);
         s.sge = 33;
-        let e = s.validate_device("rxe0", 512, 1024, true, 32).unwrap_err();
+        let e = s
+            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .unwrap_err();
         assert_eq!(e.to_string(), "--sge 33: exceeds the max_sge of rxe0 (32)");
+        let mut s = spec(VerbKind::Send);
+        s.transport = Transport::Ud;
+        s.sizes = vec![1024];
+        s.path.mtu = Some(512);
+        let e = s
+            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--size 1024 exceeds the UD MTU of rxe0 (512, from --mtu 512)"
+        );
+        s.path.mtu = Some(4096);
+        let e = s
+            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--mtu 4096 exceeds the active MTU of rxe0 port 1 (1024)"
+        );
     }
 
     #[test]

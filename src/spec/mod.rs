@@ -113,6 +113,107 @@ pub fn check_range<T: PartialOrd + std::fmt::Debug>(
     }
 }
 
+/// The MTUs `--mtu` accepts (the IB path MTUs).
+pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// Largest service level (4 bits).
+pub const MAX_SL: u8 = 15;
+/// Largest GRH flow label (20 bits).
+pub const MAX_FLOW_LABEL: u32 = 0xF_FFFF;
+
+/// QoS and path of every QP a run connects (`--tclass`, `--sl`,
+/// `--flow-label`, `--mtu`): `None` where not given (traffic class, SL and
+/// flow label 0, the port's active MTU). Both sides apply the client's values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PathSpec {
+    pub tclass: Option<u8>,
+    pub sl: Option<u8>,
+    pub flow_label: Option<u32>,
+    pub mtu: Option<u32>,
+}
+
+impl PathSpec {
+    /// Builds the path from the options as given (any integer), refusing
+    /// values outside their ranges.
+    pub fn from_options(
+        tclass: Option<i64>,
+        sl: Option<i64>,
+        flow_label: Option<i64>,
+        mtu: Option<i64>,
+    ) -> Result<PathSpec> {
+        if let Some(v) = tclass {
+            check_range("--tclass", v, 0, 255, "")?;
+        }
+        if let Some(v) = sl {
+            check_range("--sl", v, 0, i64::from(MAX_SL), "")?;
+        }
+        if let Some(v) = flow_label {
+            check_range("--flow-label", v, 0, i64::from(MAX_FLOW_LABEL), "")?;
+        }
+        if let Some(v) = mtu {
+            check_mtu(v)?;
+        }
+        let path = PathSpec {
+            tclass: tclass.map(|v| v as u8),
+            sl: sl.map(|v| v as u8),
+            flow_label: flow_label.map(|v| v as u32),
+            mtu: mtu.map(|v| v as u32),
+        };
+        path.validate()?;
+        Ok(path)
+    }
+
+    /// Host-side checks (a spec from the wire goes through them too).
+    pub fn validate(&self) -> Result<()> {
+        if let Some(v) = self.sl {
+            check_range("--sl", v, 0, MAX_SL, "")?;
+        }
+        if let Some(v) = self.flow_label {
+            check_range("--flow-label", v, 0, MAX_FLOW_LABEL, "")?;
+        }
+        if let Some(v) = self.mtu {
+            check_mtu(i64::from(v))?;
+        }
+        Ok(())
+    }
+
+    /// The MTU QPs run with: the requested one, else the port's active MTU.
+    pub fn effective_mtu(&self, active: u32) -> u32 {
+        self.mtu.map_or(active, |m| m.min(active))
+    }
+
+    /// Refuses an `--mtu` above the active MTU of `device` port `port`.
+    pub fn check_device(&self, device: &str, port: u8, active: u32) -> Result<()> {
+        match self.mtu {
+            Some(m) if m > active => Err(Error::usage(format!(
+                "--mtu {m} exceeds the active MTU of {device} port {port} ({active})"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The UD payload limit and where it comes from, for refusals:
+    /// "the UD MTU of rxe0 (512, from --mtu 512)".
+    pub fn ud_limit(&self, device: &str, active: u32) -> (u32, String) {
+        let mtu = self.effective_mtu(active);
+        let why = match self.mtu {
+            Some(m) if m < active => format!("the UD MTU of {device} ({mtu}, from --mtu {m})"),
+            _ => format!("the UD MTU of {device} ({mtu})"),
+        };
+        (mtu, why)
+    }
+}
+
+fn check_mtu(v: i64) -> Result<()> {
+    if MTUS.iter().any(|&m| i64::from(m) == v) {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "--mtu {v}: must be one of 256, 512, 1024, 2048, 4096"
+        )))
+    }
+}
+
 /// Longest iteration count, warm-up count or WR count per QP.
 pub const MAX_ITERS: u64 = 1_000_000_000;
 /// Longest measured time per point, and longest wait on a peer (a day).
@@ -193,9 +294,12 @@ pub const ATOMIC_SIZE: u32 = 8;
 #[derive(Debug, Clone)]
 pub struct DeviceLimits {
     pub name: String,
+    /// The port the run uses (named in refusals).
+    pub port: u8,
     /// The inline limit granted on RC, UC and UD QPs (they differ on some
     /// devices), 0 where not probed because the run does not inline.
     pub max_inline: [u32; 3],
+    /// The port's active MTU.
     pub mtu: u32,
     pub max_qp_wr: u32,
     pub max_qp: u32,
@@ -232,7 +336,75 @@ pub enum TestSpec {
 
 #[cfg(test)]
 mod range_tests {
-    use super::check_range;
+    use super::{check_range, PathSpec};
+
+    #[test]
+    fn path_options_are_range_checked_with_the_option_and_limit() {
+        let p = PathSpec::from_options(Some(32), Some(1), Some(7), Some(512)).unwrap();
+        assert_eq!(
+            p,
+            PathSpec {
+                tclass: Some(32),
+                sl: Some(1),
+                flow_label: Some(7),
+                mtu: Some(512)
+            }
+        );
+        assert_eq!(
+            PathSpec::default(),
+            PathSpec::from_options(None, None, None, None).unwrap()
+        );
+        for (args, msg) in [
+            (
+                (Some(256), None, None, None),
+                "--tclass 256: must be 0..=255",
+            ),
+            ((Some(-1), None, None, None), "--tclass -1: must be 0..=255"),
+            ((None, Some(16), None, None), "--sl 16: must be 0..=15"),
+            (
+                (None, None, Some(1 << 20), None),
+                "--flow-label 1048576: must be 0..=1048575",
+            ),
+            (
+                (None, None, None, Some(3000)),
+                "--mtu 3000: must be one of 256, 512, 1024, 2048, 4096",
+            ),
+        ] {
+            let e = PathSpec::from_options(args.0, args.1, args.2, args.3).unwrap_err();
+            assert_eq!(e.to_string(), msg);
+            assert_eq!(e.exit_code(), 2);
+        }
+        let wire = PathSpec {
+            sl: Some(16),
+            ..PathSpec::default()
+        };
+        assert!(wire.validate().is_err());
+    }
+
+    #[test]
+    fn mtu_above_the_active_one_is_refused_with_both_numbers() {
+        let p = PathSpec {
+            mtu: Some(4096),
+            ..PathSpec::default()
+        };
+        let e = p.check_device("rxe0", 1, 1024).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--mtu 4096 exceeds the active MTU of rxe0 port 1 (1024)"
+        );
+        assert_eq!(e.exit_code(), 2);
+        let p = PathSpec {
+            mtu: Some(512),
+            ..PathSpec::default()
+        };
+        p.check_device("rxe0", 1, 1024).unwrap();
+        assert_eq!(p.effective_mtu(1024), 512);
+        assert_eq!(PathSpec::default().effective_mtu(1024), 1024);
+        assert_eq!(
+            p.ud_limit("rxe0", 1024).1,
+            "the UD MTU of rxe0 (512, from --mtu 512)"
+        );
+    }
 
     #[test]
     fn one_range_check_names_option_value_and_limits() {

@@ -139,6 +139,9 @@ pub struct TputSpec {
     /// SGEs each issued WR's payload is split over (`--sge`).
     #[serde(default = "one_sge")]
     pub sge: u32,
+    /// Traffic class, SL, flow label and MTU of every QP's path.
+    #[serde(default)]
+    pub path: PathSpec,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -205,6 +208,7 @@ impl TputSpec {
         }
         check_timeout(self.timeout_s)?;
         check_range("--group", self.group, 1, MAX_GROUP, "")?;
+        self.path.validate()?;
         for p in &self.points {
             self.validate_point(p)?;
         }
@@ -270,6 +274,8 @@ impl TputSpec {
     /// Checks each point against what the device offers.
     pub fn validate_device(&self, dev: &DeviceLimits) -> Result<()> {
         check_device_sge(self.sge, &dev.name, dev.max_sge)?;
+        self.path.check_device(&dev.name, dev.port, dev.mtu)?;
+        let (ud_mtu, ud_why) = self.path.ud_limit(&dev.name, dev.mtu);
         for p in &self.points {
             let name = &dev.name;
             let max_inline = dev.max_inline(p.transport);
@@ -279,11 +285,8 @@ impl TputSpec {
                     p.size, p.transport
                 )));
             }
-            if p.transport == Transport::Ud && p.size > dev.mtu {
-                return Err(Error::usage(format!(
-                    "--size {} exceeds the UD MTU of {name} ({})",
-                    p.size, dev.mtu
-                )));
+            if p.transport == Transport::Ud && p.size > ud_mtu {
+                return Err(Error::usage(format!("--size {} exceeds {ud_why}", p.size)));
             }
             if p.sq_depth() > dev.max_qp_wr {
                 return Err(Error::usage(format!(
@@ -368,6 +371,7 @@ mod tput_tests {
             timeout_s: 5.0,
             group: 1,
             sge: 1,
+            path: PathSpec::default(),
         }
     }
 
@@ -464,6 +468,7 @@ mod tput_tests {
     fn device_limits_refuse_with_device_and_limit() {
         let dev = DeviceLimits {
             name: "rxe0".into(),
+            port: 1,
             max_inline: [512; 3],
             mtu: 1024,
             max_qp_wr: 1024,
@@ -478,6 +483,17 @@ mod tput_tests {
         assert_eq!(
             s.validate_device(&dev).unwrap_err().to_string(),
             "--size 2048 exceeds the UD MTU of rxe0 (1024)"
+        );
+        s.points[0].size = 1024;
+        s.path.mtu = Some(512);
+        assert_eq!(
+            s.validate_device(&dev).unwrap_err().to_string(),
+            "--size 1024 exceeds the UD MTU of rxe0 (512, from --mtu 512)"
+        );
+        s.path.mtu = Some(2048);
+        assert_eq!(
+            s.validate_device(&dev).unwrap_err().to_string(),
+            "--mtu 2048 exceeds the active MTU of rxe0 port 1 (1024)"
         );
         let s = with(spec(VerbKind::Write, Direction::Inbound), |p| {
             p.window = 2048

@@ -25,7 +25,13 @@ pub struct Endpoint {
 pub struct PortConfig {
     pub port: u8,
     pub gid_index: u8,
+    /// The path MTU of RC/UC QPs (the active MTU unless a run asks for less).
     pub mtu: u32,
+    /// GRH traffic class, GRH flow label (20 bits) and service level of
+    /// every address vector (0 unless a run asks otherwise).
+    pub traffic_class: u8,
+    pub flow_label: u32,
+    pub sl: u8,
     /// Whether addresses need a GRH (RoCE always; IB only across subnets).
     pub global: bool,
     /// READs/atomics a QP may have in flight (and accept), from the device's
@@ -38,7 +44,7 @@ pub(crate) fn ah_attr(port: &PortConfig, remote: &Endpoint) -> ffi::ibv_ah_attr 
     // SAFETY: ibv_ah_attr is plain data; zero is valid.
     let mut ah: ffi::ibv_ah_attr = unsafe { std::mem::zeroed() };
     ah.dlid = remote.lid;
-    ah.sl = 0;
+    ah.sl = port.sl;
     ah.src_path_bits = 0;
     ah.port_num = port.port;
     if port.global {
@@ -46,8 +52,8 @@ pub(crate) fn ah_attr(port: &PortConfig, remote: &Endpoint) -> ffi::ibv_ah_attr 
         ah.grh.dgid = ffi::ibv_gid { raw: remote.gid.0 };
         ah.grh.sgid_index = port.gid_index;
         ah.grh.hop_limit = 64;
-        ah.grh.traffic_class = 0;
-        ah.grh.flow_label = 0;
+        ah.grh.traffic_class = port.traffic_class;
+        ah.grh.flow_label = port.flow_label;
     }
     ah
 }

@@ -75,6 +75,7 @@ impl UnconnectedSide {
                 sge: spec.sge,
                 region: 2 * slot,
                 access: access_for(spec.verb, role),
+                path: spec.path,
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

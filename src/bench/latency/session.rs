@@ -38,6 +38,7 @@ fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
     let limits = port.limits(&[])?;
     spec.validate_device(
         &limits.name,
+        limits.port,
         max_inline,
         limits.mtu,
         limits.atomics,

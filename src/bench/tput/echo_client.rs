@@ -66,6 +66,7 @@ impl EchoClientSet {
                 sge: 1,
                 region: layout.client_region(),
                 access,
+                path: spec.path,
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -80,6 +81,7 @@ impl EchoClientSet {
                     sge: 1,
                     region: layout.server_region(),
                     access: Access::LOCAL,
+                    path: spec.path,
                 },
             )?)
         } else {

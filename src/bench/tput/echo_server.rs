@@ -81,6 +81,7 @@ impl EchoServerSet {
                     sge: 1,
                     region: layout.server_region(),
                     access,
+                    path: spec.path,
                 },
             )
         };
@@ -96,6 +97,7 @@ impl EchoServerSet {
                     sge: 1,
                     region: rq as usize * layout.slot,
                     access: Access::LOCAL,
+                    path: spec.path,
                 },
             )
         };

@@ -115,6 +115,7 @@ impl<E: EchoPart> PointSide<E> {
                     sge: spec.sge,
                     region: slot_bytes(p.size),
                     access: Access::LOCAL,
+                    path: spec.path,
                 };
                 let sets = (0..p.threads)
                     .map(|_| IssuerSet::new(port, &shape))

@@ -41,6 +41,7 @@ impl TargetSet {
                     slot
                 },
                 access,
+                path: spec.path,
             },
         )?;
         Ok(TargetSet {

@@ -38,6 +38,10 @@ const OPTION_KEYS: &[&str] = &[
     "resp",
     "group",
     "sge",
+    "tclass",
+    "sl",
+    "flow_label",
+    "mtu",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -243,7 +247,9 @@ enum Expect {
 fn expect(key: &str) -> Expect {
     match key {
         "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
-        "iters" | "warmup" | "group" | "sge" => Expect::Count,
+        "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" => {
+            Expect::Count
+        }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
         "inline" | "imm" | "completion" => Expect::Flag,
         "transport" => Expect::Words,

@@ -182,3 +182,45 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
+    let text = "name = \"q\"\n[defaults]\ntclass = 96\nmtu = 512\n[[series]]\nlabel = \"L\"\nverb = \"write\"\nsl = 3\n[[series]]\nlabel = \"T\"\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nflow_label = 1048575\n";
+    let e = parse("q.toml", text).unwrap();
+    match &e.series[0].plan {
+        Plan::Latency(s) => assert_eq!(
+            s.path,
+            crate::spec::PathSpec {
+                tclass: Some(96),
+                sl: Some(3),
+                flow_label: None,
+                mtu: Some(512)
+            }
+        ),
+        _ => panic!("L is a latency series"),
+    }
+    match &e.series[1].plan {
+        Plan::Tput(s, _) => assert_eq!(
+            s.path,
+            crate::spec::PathSpec {
+                tclass: Some(96),
+                sl: None,
+                flow_label: Some(0xF_FFFF),
+                mtu: Some(512)
+            }
+        ),
+        _ => panic!("T is a throughput series"),
+    }
+    refused(
+        "name = \"q\"\n[[series]]\nverb = \"write\"\ntclass = 256\n",
+        &["x.toml:4", "key 'tclass'", "must be 0..=255"],
+    );
+    refused(
+        "name = \"q\"\n[[series]]\nverb = \"write\"\n\nflow_label = 1048576\n",
+        &["x.toml:5", "key 'flow_label'", "must be 0..=1048575"],
+    );
+    refused(
+        "name = \"q\"\n[[series]]\nverb = \"write\"\nmtu = \"1500\"\n",
+        &["x.toml:4", "key 'mtu'", "whole number"],
+    );
+}
