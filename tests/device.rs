@@ -337,7 +337,7 @@ fn write_half_rtt_agrees_with_perftest_within_1_5x() {
     let iters = "2000";
     // Like for like: rdma-bench below runs without --inline, and so does
     // perftest (-I 0; it inlines small WRITEs on some NICs by default).
-    let (_, perftest) = perftest_write_lat_64(&dev, &gid, iters, 18602);
+    let (pt_min, pt_typical) = perftest_write_lat_64(&dev, &gid, iters, 18602);
 
     let _server = start_server(18603);
     let target = format!("{}:18603", ipv4());
@@ -345,17 +345,19 @@ fn write_half_rtt_agrees_with_perftest_within_1_5x() {
         "vsperf",
         &["write", "--connect", &target, "-s", "64", "-n", iters],
     );
-    let ours = doc.latency().next().unwrap().stats.p50_ns / 1000.0;
+    let stats = &doc.latency().next().unwrap().stats;
+    let (ours_min, ours_p50) = (stats.min_ns / 1000.0, stats.p50_ns / 1000.0);
+    let (ratio, p50_ratio) = (ours_min / pt_min, ours_p50 / pt_typical);
     eprintln!(
-        "MEASURED: 64 B WRITE half-RTT p50: rdma-bench {ours:.2} us, perftest ib_write_lat t_typical {perftest:.2} us, ratio {:.2}",
-        ours / perftest
+        "MEASURED: 64 B WRITE half-RTT rdma-bench/perftest: min {ratio:.2} ({ours_min:.2} / {pt_min:.2} us), p50 {p50_ratio:.2} ({ours_p50:.2} / {pt_typical:.2} us)"
     );
-    let ratio = ours / perftest;
-    // Measured in the soft-RoCE guest: 1.01-1.08 over 4 runs. A missing
-    // halving (ratio about 2) or a double halving (about 0.5) must fail.
+    // The minimum: a shared 2-CPU machine moves the median by tens of
+    // percent from run to run (p50 ratios 1.01-1.76 seen), the fastest
+    // round trip far less (0.93-1.01 seen). A missing halving (about 2) or a
+    // double halving (about 0.5) must fail.
     assert!(
         ratio > 0.67 && ratio < 1.5,
-        "rdma-bench {ours} us vs perftest {perftest} us: ratio {ratio:.2} outside (0.67, 1.5)"
+        "rdma-bench min {ours_min} us vs perftest t_min {pt_min} us: ratio {ratio:.2} outside (0.67, 1.5)"
     );
     assert!(
         !doc.latency().next().unwrap().inline,
@@ -1772,9 +1774,11 @@ fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
         clock.source,
         clock.read_ns
     );
+    // The minimum: the median moves with the shared machine's load (p50
+    // ratios 0.63-1.2 seen), the fastest round trip far less.
     assert!(
-        r_p50 > 0.5 && r_p50 < 2.0,
-        "p50 ratio {r_p50:.3}: rdma-bench {ours_p50} us vs perftest {pt_typical} us"
+        r_min > 0.67 && r_min < 1.5,
+        "min ratio {r_min:.3}: rdma-bench {ours_min} us vs perftest {pt_min} us"
     );
 }
 
