@@ -65,6 +65,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         sl: None,
         flow_label: None,
         mtu: None,
+        connection: "gid".into(),
         iters: 100_000,
         warmup_dropped: 1000,
         elapsed_s: 2.0,

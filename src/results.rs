@@ -243,6 +243,10 @@ pub struct TputRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -357,6 +361,10 @@ pub struct LatencyRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -405,6 +413,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "connection",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -445,6 +454,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "connection",
     "iters",
     "warmup_dropped",
     "elapsed_s",

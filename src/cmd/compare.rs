@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --cm";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -78,6 +78,16 @@ fn path_key(
     key
 }
 
+/// `--cm` joins the key; GID-connected points (and older files, which have
+/// no `connection`) add nothing, so they line up as before.
+fn cm_key(connection: &str) -> &'static str {
+    if connection == "cm" {
+        " cm"
+    } else {
+        ""
+    }
+}
+
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     let inline = |verb: &str, inline: bool| {
         if inline && verb != "echo" {
@@ -97,7 +107,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -106,6 +116,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
+                cm_key(&l.connection),
                 l.size
             ),
             "p50_ns",
@@ -113,7 +124,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -126,6 +137,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 },
                 sge(t.sge),
                 path_key(t.tclass, t.sl, t.flow_label, t.mtu),
+                cm_key(&t.connection),
                 t.size,
                 t.signal_period,
                 t.threads,
@@ -452,6 +464,7 @@ mod tests {
                     sl: None,
                     flow_label: None,
                     mtu: None,
+                    connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,

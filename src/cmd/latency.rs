@@ -81,6 +81,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        connection: spec.path.connection.name().to_string(),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::addr::{ah_attr, Endpoint, PortConfig};
 use super::ah::AddressHandle;
+use super::cm::CmId;
 use super::cq::CompletionQueue;
 use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
@@ -157,6 +158,9 @@ pub struct QueuePair {
     max_recv_wr: u32,
     /// Released after the QP is destroyed (fields drop after `Drop::drop`).
     keep: KeepAlive,
+    /// The rdma_cm id that connected this QP (`--cm`), destroyed (and so
+    /// disconnected) only after the QP.
+    link: Option<CmId>,
     _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
@@ -237,6 +241,7 @@ impl QueuePair {
             max_send_wr: cap.max_send_wr,
             max_recv_wr: cap.max_recv_wr,
             keep: KeepAlive::default(),
+            link: None,
             _pd: pd,
             _send_cq: send_cq,
             _recv_cq: recv_cq,
@@ -264,7 +269,12 @@ impl QueuePair {
         self.max_recv_wr
     }
 
-    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
+    /// Keeps the rdma_cm id that connected this QP for the QP's lifetime.
+    pub fn hold_link(&mut self, id: CmId) {
+        self.link = Some(id);
+    }
+
+    pub(super) fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
         // SAFETY: `attr` is initialised for every bit in `mask`; the QP is alive.
         let rc = unsafe { ffi::ibv_modify_qp(self.raw, attr, mask as i32) };
         if rc != 0 {
