@@ -211,11 +211,12 @@ pub fn dial(
                 stage[i] = Stage::Route;
             }
             (Stage::Route, cm_event::ROUTE_RESOLVED) if ev.status == 0 => {
-                id.connect(qp, &private_data(server_qpns[i], tag), config.rd_atomic)?;
+                let private = private_data(server_qpns[i], tag);
+                id.connect(qp.qpn(), &private, config.rd_atomic)?;
                 stage[i] = Stage::Connect;
             }
             (Stage::Connect, cm_event::CONNECT_RESPONSE) if ev.status == 0 => {
-                id.ready(qp, config)?;
+                qp.ready_via(id, config)?;
                 id.establish()?;
                 stage[i] = Stage::Done;
                 let id = ids[i].take().expect("an id until done");
@@ -274,8 +275,8 @@ pub fn answer(
             };
             check_device(&request, device, config.port, "a connect request")?;
             let qp = &mut *qps[i];
-            request.ready(qp, config)?;
-            request.accept(qp, config.rd_atomic)?;
+            qp.ready_via(&request, config)?;
+            request.accept(qp.qpn(), config.rd_atomic)?;
             taken[i] = true;
             accepted.insert(request.key(), (i, false));
             qp.hold_link(request);

@@ -24,10 +24,7 @@ use std::time::Duration;
 
 use rdma_mummy_sys as ffi;
 
-use super::addr::PortConfig;
-use super::device::mtu_enum;
 use super::error::{Result, Verb, VerbsError};
-use super::qp::{QueuePair, Transport};
 
 /// `rdma_set_option` level and option for the IP type of service (rdma_cma.h:
 /// `RDMA_OPTION_ID`, `RDMA_OPTION_ID_TOS`); the bindings carry no constants.
@@ -387,7 +384,7 @@ impl CmId {
         unsafe { (*self.raw).port_num }
     }
 
-    fn conn_param(qp: &QueuePair, private: &[u8], rd_atomic: u8) -> ffi::rdma_conn_param {
+    fn conn_param(qpn: u32, private: &[u8], rd_atomic: u8) -> ffi::rdma_conn_param {
         ffi::rdma_conn_param {
             private_data: private.as_ptr() as *const libc::c_void,
             private_data_len: private.len().min(56) as u8,
@@ -397,36 +394,31 @@ impl CmId {
             retry_count: 7,
             rnr_retry_count: 7,
             srq: 0,
-            qp_num: qp.qpn(),
+            qp_num: qpn,
         }
     }
 
-    /// Asks the resolved peer to connect `qp` (CONNECT_RESPONSE follows;
-    /// then `ready` and `establish`). `private` (at most 56 bytes) reaches
-    /// the listener with the request.
-    pub fn connect(&self, qp: &QueuePair, private: &[u8], rd_atomic: u8) -> Result<()> {
-        let mut p = Self::conn_param(qp, private, rd_atomic);
+    /// Asks the resolved peer to connect our QP `qpn` (CONNECT_RESPONSE
+    /// follows; then `QueuePair::ready_via` and `establish`). `private` (at
+    /// most 56 bytes) reaches the listener with the request.
+    pub fn connect(&self, qpn: u32, private: &[u8], rd_atomic: u8) -> Result<()> {
+        let mut p = Self::conn_param(qpn, private, rd_atomic);
         // SAFETY: `p` and the private data it points at outlive the call,
         // which copies them.
         if unsafe { ffi::rdma_connect(self.raw, &mut p) } != 0 {
-            return Err(VerbsError::last_os(
-                Verb::CmConnect,
-                format!("QP {}", qp.qpn()),
-            ));
+            return Err(VerbsError::last_os(Verb::CmConnect, format!("QP {qpn}")));
         }
         Ok(())
     }
 
-    /// Accepts this request with `qp`, which `ready` has brought to RTS.
-    pub fn accept(&self, qp: &QueuePair, rd_atomic: u8) -> Result<()> {
-        let mut p = Self::conn_param(qp, &[], rd_atomic);
+    /// Accepts this request with our QP `qpn`, which `QueuePair::ready_via`
+    /// has brought to RTS.
+    pub fn accept(&self, qpn: u32, rd_atomic: u8) -> Result<()> {
+        let mut p = Self::conn_param(qpn, &[], rd_atomic);
         // SAFETY: `p` outlives the call; no QP is attached to the id, so
         // librdmacm only sends the reply carrying `qp_num`.
         if unsafe { ffi::rdma_accept(self.raw, &mut p) } != 0 {
-            return Err(VerbsError::last_os(
-                Verb::CmAccept,
-                format!("QP {}", qp.qpn()),
-            ));
+            return Err(VerbsError::last_os(Verb::CmAccept, format!("QP {qpn}")));
         }
         Ok(())
     }
@@ -447,63 +439,26 @@ impl CmId {
         Ok(())
     }
 
-    /// Brings `qp` (in INIT) to RTR and RTS with the attributes rdma_cm
-    /// negotiated (path, remote QP number, PSNs), overlaid with `port`'s
-    /// MTU, traffic class, flow label and SL and rdma-bench's RC timeouts
-    /// and READ depth, the same values a GID-connected QP gets. Where
-    /// rdma_cm drives the QP itself (iWARP's iw_cm returns an empty mask)
-    /// nothing is modified.
-    pub fn ready(&self, qp: &QueuePair, port: &PortConfig) -> Result<()> {
-        use ffi::ibv_qp_attr_mask as m;
-        for (state, step) in [
-            (ffi::ibv_qp_state::IBV_QPS_RTR, "RTR"),
-            (ffi::ibv_qp_state::IBV_QPS_RTS, "RTS"),
-        ] {
-            // SAFETY: ibv_qp_attr is plain data; zero is valid.
-            let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
-            attr.qp_state = state;
-            let mut mask = 0i32;
-            // SAFETY: the id is alive; `attr` and `mask` are written.
-            if unsafe { ffi::rdma_init_qp_attr(self.raw, &mut attr, &mut mask) } != 0 {
-                return Err(VerbsError::last_os(
-                    Verb::CmInitQpAttr,
-                    format!("QP {} ({step})", qp.qpn()),
-                ));
-            }
-            let mut mask = mask as u32;
-            if mask == 0 {
-                continue;
-            }
-            let rc = qp.transport() == Transport::Rc;
-            if state == ffi::ibv_qp_state::IBV_QPS_RTR {
-                attr.path_mtu = mtu_enum(port.mtu);
-                attr.ah_attr.sl = port.sl;
-                if attr.ah_attr.is_global != 0 {
-                    attr.ah_attr.grh.traffic_class = port.traffic_class;
-                    attr.ah_attr.grh.flow_label = port.flow_label;
-                }
-                mask |= m::IBV_QP_PATH_MTU.0;
-                if rc {
-                    attr.max_dest_rd_atomic = port.rd_atomic;
-                    attr.min_rnr_timer = 12;
-                    mask |= m::IBV_QP_MAX_DEST_RD_ATOMIC.0 | m::IBV_QP_MIN_RNR_TIMER.0;
-                }
-                qp.modify(&mut attr, mask, "RTR via rdma_cm")?;
-            } else {
-                if rc {
-                    attr.timeout = 14;
-                    attr.retry_cnt = 7;
-                    attr.rnr_retry = 7;
-                    attr.max_rd_atomic = port.rd_atomic;
-                    mask |= m::IBV_QP_TIMEOUT.0
-                        | m::IBV_QP_RETRY_CNT.0
-                        | m::IBV_QP_RNR_RETRY.0
-                        | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
-                }
-                qp.modify(&mut attr, mask, "RTS via rdma_cm")?;
-            }
+    /// The attributes and mask rdma_cm negotiated for moving a QP of this
+    /// connection to `state` (`QueuePair::ready_via` applies them).
+    pub(super) fn init_qp_attr(
+        &self,
+        state: ffi::ibv_qp_state::Type,
+        step: &str,
+        qpn: u32,
+    ) -> Result<(ffi::ibv_qp_attr, u32)> {
+        // SAFETY: ibv_qp_attr is plain data; zero is valid.
+        let mut attr: ffi::ibv_qp_attr = unsafe { std::mem::zeroed() };
+        attr.qp_state = state;
+        let mut mask = 0i32;
+        // SAFETY: the id is alive; `attr` and `mask` are written.
+        if unsafe { ffi::rdma_init_qp_attr(self.raw, &mut attr, &mut mask) } != 0 {
+            return Err(VerbsError::last_os(
+                Verb::CmInitQpAttr,
+                format!("QP {qpn} ({step})"),
+            ));
         }
-        Ok(())
+        Ok((attr, mask as u32))
     }
 }
 

@@ -269,12 +269,57 @@ impl QueuePair {
         self.max_recv_wr
     }
 
+    /// Brings this QP (in INIT) to RTR and RTS with the attributes rdma_cm
+    /// negotiated on `id` (path, remote QP number, PSNs), overlaid with
+    /// `port`'s MTU, traffic class, flow label and SL and the RC timeouts and
+    /// READ depth `to_rts` uses, so a QP connected either way runs alike.
+    /// Where rdma_cm drives the QP itself (iWARP's iw_cm returns an empty
+    /// mask) nothing is modified.
+    pub fn ready_via(&self, id: &CmId, port: &PortConfig) -> Result<()> {
+        use ffi::ibv_qp_attr_mask as m;
+        let rc = self.transport == Transport::Rc;
+        for (state, step) in [
+            (ffi::ibv_qp_state::IBV_QPS_RTR, "RTR via rdma_cm"),
+            (ffi::ibv_qp_state::IBV_QPS_RTS, "RTS via rdma_cm"),
+        ] {
+            let (mut attr, mut mask) = id.init_qp_attr(state, step, self.qpn)?;
+            if mask == 0 {
+                continue;
+            }
+            if state == ffi::ibv_qp_state::IBV_QPS_RTR {
+                attr.path_mtu = mtu_enum(port.mtu);
+                attr.ah_attr.sl = port.sl;
+                if attr.ah_attr.is_global != 0 {
+                    attr.ah_attr.grh.traffic_class = port.traffic_class;
+                    attr.ah_attr.grh.flow_label = port.flow_label;
+                }
+                mask |= m::IBV_QP_PATH_MTU.0;
+                if rc {
+                    attr.max_dest_rd_atomic = port.rd_atomic;
+                    attr.min_rnr_timer = 12;
+                    mask |= m::IBV_QP_MAX_DEST_RD_ATOMIC.0 | m::IBV_QP_MIN_RNR_TIMER.0;
+                }
+            } else if rc {
+                attr.timeout = 14;
+                attr.retry_cnt = 7;
+                attr.rnr_retry = 7;
+                attr.max_rd_atomic = port.rd_atomic;
+                mask |= m::IBV_QP_TIMEOUT.0
+                    | m::IBV_QP_RETRY_CNT.0
+                    | m::IBV_QP_RNR_RETRY.0
+                    | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
+            }
+            self.modify(&mut attr, mask, step)?;
+        }
+        Ok(())
+    }
+
     /// Keeps the rdma_cm id that connected this QP for the QP's lifetime.
     pub fn hold_link(&mut self, id: CmId) {
         self.link = Some(id);
     }
 
-    pub(super) fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
+    fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
         // SAFETY: `attr` is initialised for every bit in `mask`; the QP is alive.
         let rc = unsafe { ffi::ibv_modify_qp(self.raw, attr, mask as i32) };
         if rc != 0 {
