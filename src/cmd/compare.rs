@@ -616,4 +616,22 @@ mod tests {
         assert_eq!(row(8192).values, vec![None, Some(5000.0)], "only in B");
         assert_eq!(cmp.rows.len(), 4);
     }
+
+    #[test]
+    fn cm_joins_the_key_and_older_files_count_as_gid() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let gid = d.results[0].clone();
+        let mut cm = gid.clone();
+        if let Record::Latency(l) = &mut cm {
+            l.connection = "cm".into();
+        }
+        assert!(point_key(&cm).0.contains(" cm "), "{}", point_key(&cm).0);
+        assert_ne!(point_key(&gid).0, point_key(&cm).0);
+        // A record from before --cm has no `connection`: it reads as "gid"
+        // and lines up with a GID-connected point of a newer file.
+        let mut v = serde_json::to_value(&gid).unwrap();
+        v.as_object_mut().unwrap().remove("connection");
+        let old: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&old).0, point_key(&gid).0);
+    }
 }
