@@ -10,8 +10,9 @@
 //! in the connect/accept parameters, and the QP's RTR and RTS attributes
 //! (path, remote QP number, PSNs) come from `rdma_init_qp_attr`, with the
 //! run's own knobs (MTU, traffic class, flow label, SL, timeouts, READ
-//! depth) laid over them before `ibv_modify_qp`. A QP holds the id that
-//! connected it, so the connection lives exactly as long as the QP.
+//! depth) laid over them before `ibv_modify_qp` (`QueuePair::ready_via`).
+//! A QP holds the id that connected it, so the connection lives exactly as
+//! long as the QP.
 //!
 //! The rdma-mummy-sys shim `dlopen`s `librdmacm.so.1` when the program
 //! starts; without it every `rdma_*` call fails with EOPNOTSUPP, which
@@ -429,7 +430,7 @@ impl CmId {
         unsafe { ffi::rdma_reject(self.raw, std::ptr::null(), 0) };
     }
 
-    /// Active side, after CONNECT_RESPONSE and `ready`: tells the passive
+    /// Active side, after CONNECT_RESPONSE and `QueuePair::ready_via`: tells the passive
     /// side the connection is up (the RTU).
     pub fn establish(&self) -> Result<()> {
         // SAFETY: the id is connected and has no QP attached.
