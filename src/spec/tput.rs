@@ -142,6 +142,12 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// The issuer sleeps on a completion channel instead of busy polling (`--events`).
+    #[serde(default)]
+    pub events: bool,
+    /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
+    #[serde(default)]
+    pub post_api: PostApi,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -213,6 +219,9 @@ impl TputSpec {
             self.validate_point(p)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        if self.events {
+            check_tput_events(self.direction)?;
+        }
         Ok(())
     }
 
@@ -371,6 +380,8 @@ mod tput_tests {
             timeout_s: 5.0,
             group: 1,
             sge: 1,
+            events: false,
+            post_api: PostApi::Classic,
             path: PathSpec::default(),
         }
     }

@@ -21,6 +21,11 @@ pub enum Verb {
     PostSend,
     PostRecv,
     PollCq,
+    CreateCompChannel,
+    ReqNotifyCq,
+    GetCqEvent,
+    CreateQpEx,
+    WrComplete,
 }
 
 impl fmt::Display for Verb {
@@ -40,6 +45,11 @@ impl fmt::Display for Verb {
             Verb::PostSend => "ibv_post_send",
             Verb::PostRecv => "ibv_post_recv",
             Verb::PollCq => "ibv_poll_cq",
+            Verb::CreateCompChannel => "ibv_create_comp_channel",
+            Verb::ReqNotifyCq => "ibv_req_notify_cq",
+            Verb::GetCqEvent => "ibv_get_cq_event",
+            Verb::CreateQpEx => "ibv_create_qp_ex",
+            Verb::WrComplete => "ibv_wr_complete",
         };
         f.write_str(name)
     }

@@ -38,6 +38,8 @@ const OPTION_KEYS: &[&str] = &[
     "resp",
     "group",
     "sge",
+    "events",
+    "post_api",
     "tclass",
     "sl",
     "flow_label",
@@ -251,7 +253,7 @@ fn expect(key: &str) -> Expect {
             Expect::Count
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
-        "inline" | "imm" | "completion" => Expect::Flag,
+        "inline" | "imm" | "completion" | "events" => Expect::Flag,
         "transport" => Expect::Words,
         _ => Expect::Word,
     }
