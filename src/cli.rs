@@ -174,8 +174,8 @@ pub struct TestArgs {
     )]
     pub sge: u32,
     /// Sleep on a completion channel instead of busy polling (latency then
-    /// includes the wake-up); latency: send ping-pong and --completion;
-    /// throughput: the issuing side (not echo).
+    /// includes the wake-up); latency only: send ping-pong, --completion,
+    /// read, atomic.
     #[arg(short = 'e', long)]
     pub events: bool,
     /// Post with ibv_post_send (classic) or ibv_wr_* on an extended QP (ex).
@@ -344,7 +344,9 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "imm" if !write_or_send => Some("to write and send"),
         "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
-        "events" if verb == Echo => Some("to write --completion, send, read and atomic"),
+        "events" if tput || verb == Echo => {
+            Some("to latency runs of write --completion, send, read and atomic")
+        }
         _ => None,
     }
 }

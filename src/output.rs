@@ -46,11 +46,10 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
 fn posting_note(events: bool, api: PostApi, latency: bool) -> String {
     let mut note = String::new();
     if events {
-        note.push_str(if latency {
-            "; --events: each wait polls the CQ once, then arms it and sleeps on a completion channel, so a sample includes the wake-up whenever its completion was not already there (event_wakeups counts the sleeps)"
-        } else {
-            "; --events: the issuer sleeps on a completion channel when its windows are full instead of polling"
-        });
+        // Throughput refuses --events (spec::check_tput_events).
+        if latency {
+            note.push_str("; --events: each wait polls the CQ once, then arms it and sleeps on a completion channel, so a sample includes the wake-up whenever its completion was not already there (event_wakeups counts the sleeps)");
+        }
     }
     if api == PostApi::Ex {
         note.push_str("; posted with ibv_wr_* on extended QPs (--post-api ex)");

@@ -59,10 +59,6 @@ pub struct DriverReport {
     /// (outbound: the server's NIC; `issued_by` in the record says which).
     #[serde(default)]
     pub device_counters: CounterDeltas,
-    /// `--events`: completion-channel wake-ups of the issuing threads over
-    /// their windows (0 without events).
-    #[serde(default)]
-    pub event_wakeups: u64,
 }
 
 impl DriverReport {

@@ -238,8 +238,8 @@ pub struct TputRecord {
     /// files before `--post-api`: classic.
     #[serde(default)]
     pub post_api: crate::spec::PostApi,
-    /// `--events`: completion-channel wake-ups of the issuing threads over
-    /// their windows (a witness that they slept); absent without events.
+    /// Always absent: throughput refuses `--events` (kept for symmetry with
+    /// latency records, whose CSV columns match).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_wakeups: Option<u64>,
     /// Echo only: request and response verbs.

@@ -28,7 +28,12 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
         (&["write", "-e"], "--events: a write ping-pong"),
         (&["echo", "--events"], "--events"),
         (&["echo", "--tput", "-e"], "--events"),
+        (&["write", "--tput", "inbound", "-e"], "--events"),
         (&["write", "--post-api", "fast"], "--post-api"),
+        (
+            &["write", "--post-api", "ex", "--inline", "--sge", "2"],
+            "--post-api ex --inline --sge 2",
+        ),
         (&["write", "--post-api"], "--post-api"),
         (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
         (

@@ -5,7 +5,7 @@
 //! so a new verb is one entry here plus its command-line name.
 
 use crate::spec::{AtomicOp, EchoVerb, PostApi, VerbKind};
-use crate::verbs::{Access, SendOp, SendOps};
+use crate::verbs::{Access, SendOp, SendOps, Transport};
 
 /// Whether this side issues the verb (client) or answers/serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,9 +62,17 @@ pub fn ex_send_ops(
 }
 
 /// `--post-api ex` for echo throughput: a request or response of `v` is a
-/// WRITE or a SEND with immediate; echo's QPs ask for both verbs' operations.
-pub fn echo_ex_send_ops(api: PostApi, req: EchoVerb, resp: EchoVerb) -> Option<SendOps> {
+/// WRITE or a SEND with immediate; echo's QPs of `transport` ask for both
+/// verbs' operations, except that a UD QP only ever SENDs (and providers
+/// refuse WRITE on UD).
+pub fn echo_ex_send_ops(
+    api: PostApi,
+    req: EchoVerb,
+    resp: EchoVerb,
+    transport: Transport,
+) -> Option<SendOps> {
     let of = |v: EchoVerb| match v {
+        EchoVerb::Write if transport == Transport::Ud => SendOps::NONE,
         EchoVerb::Write => SendOps::of(&SendOp::Write {
             remote_addr: 0,
             rkey: 0,

@@ -171,7 +171,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sge: spec.sge,
         events: spec.events,
         post_api: spec.post_api,
-        event_wakeups: spec.events.then_some(r.event_wakeups),
+        event_wakeups: None,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         tclass: spec.path.tclass,

@@ -103,6 +103,7 @@ impl LatencySpec {
             check_range("--size", s, 0, MAX_SIZE, "")?;
         }
         check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
         if self.events {
             check_latency_events(self.verb, self.mode)?;
         }

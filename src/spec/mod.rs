@@ -93,7 +93,7 @@ mod posting;
 mod tput;
 
 pub use latency::LatencySpec;
-pub use posting::{check_latency_events, check_tput_events, PostApi};
+pub use posting::{check_latency_events, check_post_api, check_tput_events, PostApi};
 pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
 
 /// The one range check every numeric option goes through: refuses `value`

@@ -219,6 +219,7 @@ impl TputSpec {
             self.validate_point(p)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
         if self.events {
             check_tput_events(self.direction)?;
         }

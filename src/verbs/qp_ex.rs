@@ -131,8 +131,9 @@ pub(super) unsafe fn post(
     for i in 0..list.wrs.len() {
         let wr = &list.wrs[i];
         (*qpx).wr_id = wr.wr_id;
-        // Inline is a data setter in this API, not a flag.
-        (*qpx).wr_flags = wr.send_flags & !inline_bit;
+        // Inline is also a data setter in this API (below); the flag stays,
+        // as perftest passes it (rxe reads it).
+        (*qpx).wr_flags = wr.send_flags;
         use ffi::ibv_wr_opcode::*;
         match wr.opcode {
             IBV_WR_RDMA_WRITE => {

@@ -68,7 +68,7 @@ impl EchoClientSet {
                 access,
                 path: spec.path,
                 events: false,
-                ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp),
+                ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -85,7 +85,7 @@ impl EchoClientSet {
                     access: Access::LOCAL,
                     path: spec.path,
                     events: false,
-                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp),
+                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
                 },
             )?)
         } else {

@@ -83,7 +83,7 @@ impl EchoServerSet {
                     access,
                     path: spec.path,
                     events: false,
-                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp),
+                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
                 },
             )
         };
@@ -101,7 +101,7 @@ impl EchoServerSet {
                     access: Access::LOCAL,
                     path: spec.path,
                     events: false,
-                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp),
+                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
                 },
             )
         };

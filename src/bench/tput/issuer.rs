@@ -13,7 +13,7 @@ use crate::verbs::{Endpoint, SendList, UD_QKEY};
 use super::super::ops::{atomic_operands, send_op, wc_label};
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
-use super::super::wait::{Patience, EVENT_SLICE_MS};
+use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
 use super::threads::{run_threads, ThreadResult};
 use super::window::PointCtx;
@@ -105,9 +105,6 @@ fn issue_thread(
         .map(|n| n.div_ceil(pl) * pl)
         .unwrap_or(u64::MAX);
 
-    let channel = set.channel.clone();
-    let wakeups = || channel.as_ref().map_or(0, |c| c.events_taken());
-    let mut woken_before = wakeups();
     barrier.wait();
     let mut win = ctx.thread_window(thread);
     let t0 = win.opened();
@@ -126,7 +123,6 @@ fn issue_thread(
         }
         if win.opens(now) {
             base.copy_from_slice(&tx.posted);
-            woken_before = wakeups();
         }
         let mut progress = false;
         for q in 0..n {
@@ -158,18 +154,7 @@ fn issue_thread(
                 progress = true;
             }
         }
-        let mut k = tx.reap(&set.send_cq, verb)?;
-        if let (0, false, Some(ch)) = (k, progress, &set.channel) {
-            // --events: every window is full and nothing completed: arm the
-            // CQ, look once more (a completion before the arming raises no
-            // event), then sleep until one arrives (or a slice passes, so the
-            // stall check below still runs).
-            set.send_cq.arm()?;
-            k = tx.reap(&set.send_cq, verb)?;
-            if k == 0 && ch.wait(EVENT_SLICE_MS)? {
-                k = tx.reap(&set.send_cq, verb)?;
-            }
-        }
+        let k = tx.reap(&set.send_cq, verb)?;
         if k > 0 || progress {
             last_progress = now;
         } else {
@@ -184,7 +169,6 @@ fn issue_thread(
     // (thousands of QPs hold many) are drained below, outside the window.
     // An --iters run's window ends when its last WR has completed.
     let counters = win.close();
-    let woken = wakeups() - woken_before;
     let per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
     // Make the last WR of every QP signaled, so everything posted retires.
     for (q, list) in lists.iter_mut().enumerate() {
@@ -209,7 +193,6 @@ fn issue_thread(
     let elapsed_s = clock.to_ns(closed_at.wrapping_sub(win.opened())) as f64 / 1e9;
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
-            .with_counters(counters)
-            .with_wakeups(woken),
+            .with_counters(counters),
     )
 }

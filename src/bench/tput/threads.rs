@@ -16,7 +16,6 @@ pub struct ThreadResult {
     responses: u64,
     completions: u64,
     counters: Option<CounterDeltas>,
-    wakeups: u64,
 }
 
 impl ThreadResult {
@@ -50,14 +49,7 @@ impl ThreadResult {
             responses,
             completions,
             counters: None,
-            wakeups: 0,
         }
-    }
-
-    /// `--events`: completion-channel wake-ups over this thread's window.
-    pub fn with_wakeups(mut self, wakeups: u64) -> Self {
-        self.wakeups = wakeups;
-        self
     }
 
     /// The device's counters over this thread's window (thread 0 reads them).
@@ -105,7 +97,6 @@ pub fn run_threads<S: Send>(
         report.per_qp_sent.extend(r.per_qp_sent);
         report.responses += r.responses;
         report.completions += r.completions;
-        report.event_wakeups += r.wakeups;
         if let Some(c) = r.counters {
             report.device_counters = c;
         }
