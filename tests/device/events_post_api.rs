@@ -10,13 +10,14 @@ use super::{assert_messages, assert_packets, assert_window_outlasts_counter_cach
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn events_latency_sleeps_on_the_channel_and_the_device_counts_every_iteration() {
-    // (name, args, iterations, packets per iteration in loopback)
+    // (name, args, iterations, packets per iteration in loopback); every
+    // run lasts longer than twice the device counters' cache lifespan.
     let runs: &[(&str, &[&str], u64, u64)] = &[
         ("evsend", &["send"], 300, 4),
-        ("evsendc", &["send", "--completion"], 500, 2),
-        ("evwritec", &["write", "--completion", "-e"], 500, 2),
-        ("evread", &["read"], 500, 2),
-        ("evfadd", &["atomic", "--op", "fadd"], 300, 2),
+        ("evsendc", &["send", "--completion"], 2000, 2),
+        ("evwritec", &["write", "--completion", "-e"], 2000, 2),
+        ("evread", &["read"], 2000, 2),
+        ("evfadd", &["atomic", "--op", "fadd"], 2000, 2),
     ];
     for (name, args, n, per_iter) in runs {
         let n_s = n.to_string();
@@ -70,9 +71,9 @@ fn post_api_ex_latency_of_every_verb_is_counted_by_the_device() {
         ("exwsge", &["write", "--sge", "4", "-s", "256"], 500, 4),
         ("exs", &["send", "--imm"], 500, 4),
         ("exsud", &["send", "-c", "ud"], 500, 2),
-        ("exr", &["read"], 500, 2),
-        ("excas", &["atomic", "--op", "cas"], 500, 2),
-        ("exfadd", &["atomic", "--op", "fadd"], 500, 2),
+        ("exr", &["read"], 2000, 2),
+        ("excas", &["atomic", "--op", "cas"], 2000, 2),
+        ("exfadd", &["atomic", "--op", "fadd"], 2000, 2),
         ("execho", &["echo"], 500, 4),
     ];
     for (name, args, n, per_iter) in runs {
