@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::spec::{AtomicOp, EchoVerb, VerbKind};
+use crate::spec::{AtomicOp, EchoVerb, PostApi, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -178,6 +178,14 @@ pub struct TestArgs {
         allow_negative_numbers = true
     )]
     pub sge: u32,
+    /// Sleep on a completion channel instead of busy polling (latency then
+    /// includes the wake-up); latency only: send ping-pong, --completion,
+    /// read, atomic.
+    #[arg(short = 'e', long)]
+    pub events: bool,
+    /// Post with ibv_post_send (classic) or ibv_wr_* on an extended QP (ex).
+    #[arg(long, value_enum, value_name = "API", default_value_t = PostApi::Classic)]
+    pub post_api: PostApi,
     /// Atomic operation.
     #[arg(long, value_enum)]
     pub op: Option<AtomicOp>,
@@ -361,6 +369,9 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "imm" if !write_or_send => Some("to write and send"),
         "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
+        "events" if tput || verb == Echo => {
+            Some("to latency runs of write --completion, send, read and atomic")
+        }
         _ => None,
     }
 }

@@ -230,6 +230,18 @@ pub struct TputRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+    /// Always absent: throughput refuses `--events` (kept for symmetry with
+    /// latency records, whose CSV columns match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
@@ -386,6 +398,18 @@ pub struct LatencyRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+    /// `--events`: completion-channel wake-ups of the client over the
+    /// measured iterations (a witness that it slept); absent without events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
     /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
     /// where not given (traffic class, SL and flow label 0, the active MTU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -458,6 +482,9 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "events",
+    "post_api",
+    "event_wakeups",
     "req",
     "resp",
     "tclass",
@@ -504,6 +531,9 @@ pub const CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "events",
+    "post_api",
+    "event_wakeups",
     "tclass",
     "sl",
     "flow_label",

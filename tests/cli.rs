@@ -24,6 +24,17 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--sge 3 --size 2",
         ),
         (&["echo", "--sge", "2"], "--sge"),
+        (&["write", "--events"], "--events: a write ping-pong"),
+        (&["write", "-e"], "--events: a write ping-pong"),
+        (&["echo", "--events"], "--events"),
+        (&["echo", "--tput", "-e"], "--events"),
+        (&["write", "--tput", "inbound", "-e"], "--events"),
+        (&["write", "--post-api", "fast"], "--post-api"),
+        (
+            &["write", "--post-api", "ex", "--inline", "--sge", "2"],
+            "--post-api ex --inline --sge 2",
+        ),
+        (&["write", "--post-api"], "--post-api"),
         (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
         (
             &["write", "-s", "0"],

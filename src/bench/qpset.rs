@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::verbs::{
-    Access, AddressHandle, CompletionQueue, Endpoint, Gid, MemoryRegion, PortConfig,
-    ProtectionDomain, QueuePair, Transport,
+    Access, AddressHandle, CompletionChannel, CompletionQueue, Endpoint, Gid, MemoryRegion,
+    PortConfig, ProtectionDomain, QueuePair, SendOps, Transport,
 };
 
 use super::port::{Port, MAX_CQE};
@@ -37,12 +37,19 @@ pub struct QpShape {
     pub access: Access,
     /// QoS and MTU of every QP's path.
     pub path: PathSpec,
+    /// Both CQs report to a completion channel (`--events`).
+    pub events: bool,
+    /// `Some`: extended QPs posting through `ibv_wr_*` (`--post-api ex`),
+    /// created with exactly these send operations (the ones this side posts).
+    pub ex_ops: Option<SendOps>,
 }
 
 pub struct QpSet {
     pub qps: Vec<QueuePair>,
     pub send_cq: Arc<CompletionQueue>,
     pub recv_cq: Arc<CompletionQueue>,
+    /// Where both CQs' events go (`--events`), else `None`.
+    pub channel: Option<Arc<CompletionChannel>>,
     pub mr: Arc<MemoryRegion>,
     /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region).
     pub region: usize,
@@ -63,17 +70,25 @@ impl QpSet {
         let n = shape.count.max(1);
         let config = port.config_for(&shape.path);
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
-        let send_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.sq_depth))?;
-        let recv_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.rq_depth))?;
+        let channel = match shape.events {
+            true => Some(CompletionChannel::new(&port.ctx)?),
+            false => None,
+        };
+        let ch = channel.as_ref();
+        let send_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.sq_depth), ch)?;
+        let recv_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.rq_depth), ch)?;
         let mr = MemoryRegion::new(&port.pd, shape.region * n as usize, shape.access)?;
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..shape.count {
-            let qp = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
+            let mut b = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
                 .max_send_wr(shape.sq_depth)
                 .max_recv_wr(shape.rq_depth.max(1))
                 .max_inline(shape.inline)
-                .max_send_sge(shape.sge)
-                .build()?;
+                .max_send_sge(shape.sge);
+            if let Some(ops) = shape.ex_ops {
+                b = b.extended(ops);
+            }
+            let qp = b.build()?;
             qp.to_init(&config, shape.access)?;
             qps.push(qp);
         }
@@ -83,6 +98,7 @@ impl QpSet {
             qps,
             send_cq,
             recv_cq,
+            channel,
             mr,
             region: shape.region,
             lid: port.lid,

@@ -88,6 +88,20 @@ fn cm_key(connection: &str) -> &'static str {
     }
 }
 
+/// `--events` and a non-default `--post-api` in the key (absent from a
+/// file written before them: no events, classic), so old files line up.
+fn posting_key(events: bool, api: crate::spec::PostApi) -> String {
+    let mut k = String::new();
+    if events {
+        k.push_str(" events");
+    }
+    if api != crate::spec::PostApi::Classic {
+        k.push_str(" post-api ");
+        k.push_str(api.name());
+    }
+    k
+}
+
 /// The offered load as asked: `--under-load`'s load for latency (" load
 /// 10%"), and for throughput `--rate` as the process's offered Mops with
 /// its burst (" rate 0.05 burst 1"). Absent (older files, unloaded runs):
@@ -128,7 +142,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -136,6 +150,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
+                posting_key(l.events, l.post_api),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
                 cm_key(&l.connection),
                 l.size
@@ -145,7 +160,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -157,6 +172,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                     _ => String::new(),
                 },
                 sge(t.sge),
+                posting_key(t.events, t.post_api),
                 path_key(t.tclass, t.sl, t.flow_label, t.mtu),
                 cm_key(&t.connection),
                 t.size,
@@ -481,6 +497,9 @@ mod tests {
                     imm: false,
                     op: None,
                     sge: 1,
+                    events: false,
+                    post_api: Default::default(),
+                    event_wakeups: None,
                     tclass: None,
                     sl: None,
                     flow_label: None,
@@ -529,6 +548,29 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn events_and_post_api_join_the_key_only_when_not_default() {
+        let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        assert!(
+            !old.contains("events") && !old.contains("post-api"),
+            "{old}"
+        );
+        if let Record::Latency(l) = &mut r {
+            l.events = true;
+            l.post_api = crate::spec::PostApi::Ex;
+        }
+        let new = point_key(&r).0;
+        assert!(new.contains(" events post-api ex "), "{new}");
+        // A file written before either existed reads as no events, classic.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        v.as_object_mut().unwrap().remove("events");
+        v.as_object_mut().unwrap().remove("post_api");
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
     }
 
     #[test]

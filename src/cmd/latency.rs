@@ -54,6 +54,8 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         timeout_s: a.timeout,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        events: a.events,
+        post_api: a.post_api,
     };
     spec.validate()?;
     Ok(spec)
@@ -74,6 +76,9 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,
+        events: spec.events,
+        post_api: spec.post_api,
+        event_wakeups: p.client.event_wakeups,
         iters: p.client.measured,
         warmup_dropped: p.client.warmup,
         elapsed_s: p.client.elapsed_ns as f64 / 1e9,

@@ -148,6 +148,8 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         group: a.group,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        events: a.events,
+        post_api: a.post_api,
         rate: rate_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
@@ -182,6 +184,9 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,
+        events: spec.events,
+        post_api: spec.post_api,
+        event_wakeups: None,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         tclass: spec.path.tclass,

@@ -195,6 +195,8 @@ mod tests {
                 timeout_s: 3.0,
                 sge: 1,
                 path: Default::default(),
+                events: true,
+                post_api: crate::spec::PostApi::Ex,
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

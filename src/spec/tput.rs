@@ -142,6 +142,12 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// The issuer sleeps on a completion channel instead of busy polling (`--events`).
+    #[serde(default)]
+    pub events: bool,
+    /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
+    #[serde(default)]
+    pub post_api: PostApi,
     /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
     #[serde(default)]
     pub rate: Option<RateLimit>,
@@ -225,6 +231,10 @@ impl TputSpec {
             self.validate_rate(r)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
+        if self.events {
+            check_tput_events(self.direction)?;
+        }
         Ok(())
     }
 
@@ -402,6 +412,8 @@ mod tput_tests {
             timeout_s: 5.0,
             group: 1,
             sge: 1,
+            events: false,
+            post_api: PostApi::Classic,
             path: PathSpec::default(),
             rate: None,
         }

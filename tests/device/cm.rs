@@ -187,6 +187,8 @@ fn cm_hello() -> Message {
             warmup: 0,
             timeout_s: 3.0,
             sge: 1,
+            events: false,
+            post_api: rdma_bench::spec::PostApi::Classic,
             path: PathSpec {
                 connection: Connection::Cm,
                 ..PathSpec::default()

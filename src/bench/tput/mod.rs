@@ -30,7 +30,7 @@ use crate::error::Result;
 use crate::spec::{Direction, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, PortConfig, QueuePair};
 
-use super::ops::{access_for, Role};
+use super::ops::{access_for, ex_send_ops, Role};
 use super::port::Port;
 use super::qpset::{short, slot_bytes, QpShape};
 use echo_client::EchoClientSet;
@@ -119,6 +119,8 @@ impl<E: EchoPart> PointSide<E> {
                     region: slot_bytes(p.size),
                     access: Access::LOCAL,
                     path: spec.path,
+                    events: spec.events,
+                    ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
                 };
                 let sets = (0..p.threads)
                     .map(|_| IssuerSet::new(port, &shape))

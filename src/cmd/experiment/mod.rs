@@ -38,6 +38,8 @@ const OPTION_KEYS: &[&str] = &[
     "resp",
     "group",
     "sge",
+    "events",
+    "post_api",
     "tclass",
     "sl",
     "flow_label",
@@ -259,7 +261,7 @@ fn expect(key: &str) -> Expect {
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
         "rate" => Expect::Number,
-        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" => Expect::Flag,
+        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "events" => Expect::Flag,
         "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }
