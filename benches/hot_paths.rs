@@ -77,6 +77,11 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         device_counters: None,
         requested_s: None,
         histogram: rec.buckets(0.5),
+        cpu_util: None,
+        interval_s: None,
+        forever: false,
+        intervals: vec![],
+        in_progress: None,
     };
     ResultsDoc {
         schema_version: 1,

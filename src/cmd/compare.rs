@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --forever (not --interval, which only observes the window)";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -107,7 +107,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 sge(l.sge),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
                 l.size
-            ),
+            ) + if l.forever { " forever" } else { "" },
             "p50_ns",
             l.stats.p50_ns,
         ),
@@ -132,7 +132,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.qps,
                 t.postlist,
                 t.window
-            ),
+            ) + if t.forever { " forever" } else { "" },
             "mops",
             t.mops,
         ),
@@ -152,6 +152,8 @@ pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
         d.results
             .iter()
             .map(|r| match r {
+                Record::Latency(l) if l.forever => "until stopped (--forever)",
+                Record::Throughput(t) if t.forever => "until stopped (--forever)",
                 Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
                 Record::Latency(_) => "iterations (-n)",
                 Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
@@ -467,6 +469,11 @@ mod tests {
                     device_counters: None,
                     requested_s: None,
                     histogram: vec![],
+                    cpu_util: None,
+                    interval_s: None,
+                    forever: false,
+                    intervals: vec![],
+                    in_progress: None,
                 })
             })
             .collect();

@@ -4,7 +4,7 @@
 use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::TputRecord;
+use crate::results::{CpuUtil, TputRecord};
 use crate::spec::{Direction, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
@@ -134,6 +134,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         group: a.group,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        live: super::setup::live_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -216,5 +217,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures: o.verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
+        cpu_util: CpuUtil::new(o.cpu_local, o.cpu_peer, Some(r.ops)),
+        interval_s: spec.live.interval_s,
+        forever: spec.live.forever,
+        intervals: r.intervals.clone(),
+        in_progress: None,
     }
 }

@@ -31,6 +31,9 @@ pub struct LatencySpec {
     /// Traffic class, SL, flow label and MTU of the QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// `--interval`, `--forever`.
+    #[serde(default)]
+    pub live: LiveSpec,
 }
 
 impl LatencySpec {
@@ -47,6 +50,7 @@ impl LatencySpec {
     pub fn validate(&self) -> Result<()> {
         let verb = self.verb.name();
         let t = self.transport;
+        self.live.validate(self.sizes.len())?;
         match self.verb {
             VerbKind::Read | VerbKind::Atomic if t != Transport::Rc => {
                 return Err(Error::usage(format!(
@@ -163,6 +167,7 @@ mod tests {
             timeout_s: 5.0,
             sge: 1,
             path: PathSpec::default(),
+            live: Default::default(),
         }
     }
 

@@ -142,6 +142,9 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// `--interval`, `--forever`.
+    #[serde(default)]
+    pub live: LiveSpec,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -160,6 +163,18 @@ impl TputSpec {
         let verb = self.verb.name();
         if self.points.is_empty() {
             return Err(Error::usage("no points to measure"));
+        }
+        self.live.validate(self.points.len())?;
+        if self.live.forever && self.direction == Direction::Outbound {
+            return Err(Error::usage(
+                "--forever: outbound points are driven by the server, which cannot report live to this client; use inbound or echo",
+            ));
+        }
+        if self.live.forever && self.group > 1 {
+            return Err(Error::usage(format!(
+                "--forever: a --group {} run starts and stops its clients together, and a forever point has no set end",
+                self.group
+            )));
         }
         if self.direction == Direction::Echo {
             if self.verb != VerbKind::Echo {
@@ -372,6 +387,7 @@ mod tput_tests {
             group: 1,
             sge: 1,
             path: PathSpec::default(),
+            live: Default::default(),
         }
     }
 

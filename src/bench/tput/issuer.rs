@@ -114,6 +114,12 @@ fn issue_thread(
             return Err(Error::Interrupted);
         }
         let now = clock.now();
+        if win.interval_due(now) {
+            win.mark_interval(
+                now,
+                tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>(),
+            );
+        }
         let done = match window.iters {
             None => win.over(now),
             Some(_) => tx.completed.iter().all(|&c| c >= limit),

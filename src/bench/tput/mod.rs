@@ -20,7 +20,7 @@ mod target;
 mod threads;
 mod window;
 
-pub use session::{run_tput_client, serve_tput, TputOutcome};
+pub use session::{run_tput_client, run_tput_client_live, serve_tput, TputOutcome};
 pub use window::{PointCtx, Window, WindowTimer};
 
 use crate::error::Result;

@@ -42,6 +42,8 @@ const OPTION_KEYS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "interval",
+    "forever",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -250,8 +252,8 @@ fn expect(key: &str) -> Expect {
         "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" => {
             Expect::Count
         }
-        "duration" | "timeout" | "warmup_time" => Expect::Seconds,
-        "inline" | "imm" | "completion" => Expect::Flag,
+        "duration" | "timeout" | "warmup_time" | "interval" => Expect::Seconds,
+        "inline" | "imm" | "completion" | "forever" => Expect::Flag,
         "transport" => Expect::Words,
         _ => Expect::Word,
     }
