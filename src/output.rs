@@ -237,7 +237,7 @@ impl Console {
             return;
         }
         let mut line = format!(
-            "# interval {:>4}: {:>9.3}-{:<9.3}s {:>12} ops {:>10.4} Mops",
+            "# interval {:>4}: {:>9.3} to {:>9.3} s {:>12} ops {:>10.4} Mops",
             f.index,
             f.start_s,
             f.start_s + f.elapsed_s,
