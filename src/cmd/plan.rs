@@ -204,7 +204,12 @@ impl Plan {
                 })
             }
             Plan::Tput(spec, _) => {
-                let mut on_point = |o: TputOutcome| {
+                let mut on_point = |mut o: TputOutcome| {
+                    if loopback && spec.direction == Direction::Outbound {
+                        // The server thread drove the point in this process:
+                        // its window is the measured one.
+                        o.cpu_local = o.cpu_peer;
+                    }
                     let mut r = super::tput::record(spec, &o);
                     r.series = label.clone();
                     own(&mut r.cpu_util);
