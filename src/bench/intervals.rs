@@ -6,7 +6,9 @@
 //! - Each measuring thread notices a boundary from the clock reading its loop
 //!   takes anyway (`IntervalMarks::due` is one compare) and publishes the
 //!   interval into its own preallocated ring of atomics (`mark`): four
-//!   relaxed stores and one release store, once per interval.
+//!   relaxed stores and one release store, once per interval. Boundaries lie
+//!   on the grid window start + k·interval; an interval ends at the first
+//!   loop pass at or after its boundary.
 //! - A watcher thread (`watch`) wakes a few times per interval, reads every
 //!   thread's ring, and hands each interval all threads have finished to a
 //!   callback (printing, rewriting the results file) — off the measuring
@@ -176,7 +178,15 @@ impl IntervalMarks<'_> {
         ring.published.store(self.k, Ordering::Release);
         self.last_at = now;
         self.last_ops = ops;
-        self.next = now + b.period;
+        // Boundaries stay on the window's grid (start + k·interval), so a
+        // thread stalled past one (a busy host) lengthens that interval and
+        // shortens the next instead of shifting every later one; a stall
+        // past a whole further interval restarts the grid here.
+        self.next = if now < self.next + b.period {
+            self.next + b.period
+        } else {
+            now + b.period
+        };
         if b.forever {
             if stop_requested() {
                 // The first thread to see the request picks the boundary:

@@ -152,10 +152,11 @@ pub fn client_point(
 
     loop {
         if k == warmup {
-            cpu_before = Some(CpuSnapshot::take());
             if !counters.is_empty() {
                 before = Some(counters.read());
             }
+            // Innermost, so it covers the measured iterations closely.
+            cpu_before = Some(CpuSnapshot::take());
             measured_from = clock.now();
             marks.start(measured_from);
         }

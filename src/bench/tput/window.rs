@@ -166,26 +166,26 @@ struct CounterEdges<'a> {
 impl CounterEdges<'_> {
     /// Reads the counters and CPU times as the window opens; true if it did
     /// (the reads took time, so the caller restarts its window after them).
+    /// The CPU times are read innermost (after the counters, which may
+    /// wait out the kernel's cache), so they cover the window closely.
     fn open(&mut self) -> bool {
+        if let Some(c) = self.counters {
+            self.before = c.read();
+        }
         if self.cpu {
             self.cpu_before = Some(CpuSnapshot::take());
         }
-        match self.counters {
-            Some(c) => {
-                self.before = c.read();
-                true
-            }
-            None => self.cpu,
-        }
+        self.cpu || self.counters.is_some()
     }
 
     /// What grew since `open`, read as the window closes.
     fn close(&self) -> WindowEdges {
+        let cpu = self
+            .cpu_before
+            .map(|before| CpuSnapshot::take().since(&before));
         WindowEdges {
             counters: self.counters.map(|c| c.delta(&self.before, &c.read())),
-            cpu: self
-                .cpu_before
-                .map(|before| CpuSnapshot::take().since(&before)),
+            cpu,
         }
     }
 }
