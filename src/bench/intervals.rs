@@ -278,3 +278,41 @@ pub fn add_tail(
     });
     intervals.last()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_threads_intervals_are_summed_once_both_have_published() {
+        let clock = Clock::calibrate(Duration::from_millis(10)).unwrap();
+        let board = IntervalBoard::new(&clock, Some(0.05), false, 2).unwrap();
+        let p = board.period;
+        let seen = std::sync::Mutex::new(Vec::new());
+        let show = |f: &IntervalFigure| seen.lock().unwrap().push(f.index);
+        let ((), all) = watch(Some(&board), &show, || {
+            let mut a = IntervalBoard::marks(Some(&board), 0);
+            let mut b = IntervalBoard::marks(Some(&board), 1);
+            a.start(1000);
+            b.start(1000);
+            assert!(!a.due(1000 + p - 1) && a.due(1000 + p));
+            // Thread 0 finishes three intervals, thread 1 only two.
+            for (k, ops) in [(1, 10), (2, 25), (3, 45)] {
+                a.mark(1000 + k * p, ops, None);
+            }
+            for (k, ops) in [(1, 7), (2, 9)] {
+                b.mark(1000 + k * p, ops, None);
+            }
+            // Grid: a boundary hit late does not shift the next one.
+            assert!(a.due(1000 + 4 * p) && !a.due(1000 + 4 * p - 1));
+        });
+        assert_eq!(all.len(), 2, "interval 2 waits for thread 1: {all:?}");
+        assert_eq!(all.iter().map(|f| f.ops).collect::<Vec<_>>(), [17, 17]);
+        assert_eq!(*seen.lock().unwrap(), [0, 1], "handed out as they end");
+        assert!((all[1].start_s - all[0].elapsed_s).abs() < 1e-9);
+        // The rest of a finite window becomes its last interval.
+        let mut all = all;
+        let tail = add_tail(&mut all, 60, 0.2).cloned().unwrap();
+        assert_eq!((tail.index, tail.ops), (2, 26));
+    }
+}

@@ -152,16 +152,7 @@ fn assert_typical(iv: &[IntervalFigure], every: f64, what: &str) {
 fn interval_0_2_over_a_1_s_point_sums_to_the_point() {
     for args in [
         &["write", "--tput", "inbound", "-D", "1", "--interval", "0.2"][..],
-        &[
-            "echo",
-            "--tput",
-            "-D",
-            "1",
-            "--interval",
-            "0.2",
-            "--threads",
-            "2",
-        ][..],
+        &["echo", "--tput", "-D", "1", "--interval", "0.2"][..],
     ] {
         let (doc, csv) = latency("iv_tput", args);
         let r = doc.throughput().next().unwrap();
