@@ -82,6 +82,11 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         forever: false,
         intervals: vec![],
         in_progress: None,
+        load: None,
+        offered_mops: None,
+        achieved_mops: None,
+        saturated_mops: None,
+        background: None,
     };
     ResultsDoc {
         schema_version: 1,

@@ -317,6 +317,41 @@ pub struct TputRecord {
     /// whole intervals so far (counts such as `sent` are not known yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<bool>,
+    /// `--rate`: the Mops the issuing process was offered in all (its QPs'
+    /// token buckets together); absent when unlimited. `mops` is what it achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
+    /// `--rate-per-qp`: the rate was asked per QP (absent: per process).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_per_qp: bool,
+    /// `--burst`: WRs per token refill; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+}
+
+/// The background load of a latency-under-load point (`--under-load`):
+/// inbound issuers of the same verb (echo: WRITE) on their own QPs and
+/// threads, on the probe's device, whose window spans the probe's run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackgroundLoad {
+    pub verb: String,
+    pub direction: String,
+    pub size: u32,
+    pub qps: u32,
+    pub threads: u32,
+    pub window: u32,
+    pub postlist: u32,
+    pub signal_period: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    /// WRs the background posted in its window, and the window's length.
+    pub ops: u64,
+    pub elapsed_s: f64,
+    pub per_qp_ops: Vec<u64>,
+    /// The device's counters over the background's window (both sides'
+    /// packets, the probe's included).
+    #[serde(default)]
+    pub device_counters: Option<CounterDeltas>,
 }
 
 /// CPU use over a point's measured window, this side's and the peer's.
@@ -479,6 +514,22 @@ pub struct LatencyRecord {
     /// whole intervals so far (its percentiles are not known yet: 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<bool>,
+    /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
+    /// what `compare` matches on; absent in an unloaded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    /// Under load: the Mops the background was offered (absent at `max`)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
+    /// ...and achieved over its window, which spans the probe's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_mops: Option<f64>,
+    /// Under load: the background's unlimited rate, measured first (when a
+    /// load is a percentage of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturated_mops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundLoad>,
 }
 
 /// CSV columns of throughput records, in their stable order (lists stay JSON-only).
@@ -529,6 +580,9 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "cpu_util.peer_process_pct",
     "cpu_util.local_cpu_s_per_mop",
     "cpu_util.peer_cpu_s_per_mop",
+    "offered_mops",
+    "rate_per_qp",
+    "burst",
 ];
 
 /// CSV columns of latency records, in their stable order (`histogram` stays JSON-only).
@@ -571,6 +625,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "cpu_util.local_process_pct",
     "cpu_util.peer_pct",
     "cpu_util.peer_process_pct",
+    "load",
+    "offered_mops",
+    "achieved_mops",
+    "saturated_mops",
 ];
 
 impl HostInfo {

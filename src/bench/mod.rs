@@ -16,7 +16,9 @@ pub mod wait;
 pub use group::Rendezvous;
 pub use latency::{run_client, run_client_live, PointOutcome};
 pub use port::{DeviceChoice, Port};
-pub use tput::{run_tput_client, run_tput_client_live, TputOutcome};
+pub use tput::{
+    run_tput_client, run_tput_client_held, run_tput_client_live, LoadHold, TputOutcome,
+};
 
 use crate::clock::Clock;
 use crate::connect::{check_version, refuse, unexpected, Control, Message};

@@ -97,5 +97,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         forever: spec.live.forever,
         intervals: p.intervals.clone(),
         in_progress: None,
+        load: None,
+        offered_mops: None,
+        achieved_mops: None,
+        saturated_mops: None,
+        background: None,
     }
 }

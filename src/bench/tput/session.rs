@@ -18,6 +18,7 @@ use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
+use super::hold::LoadHold;
 use super::issuer::run_issuer;
 use super::target::run_target;
 use super::window::PointCtx;
@@ -152,17 +153,44 @@ pub fn run_tput_client(
     clock: &Clock,
     on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
-    run_tput_client_live(spec, port, ctl, clock, &|_, _| {}, on_point)
+    run_tput_client_with(spec, port, ctl, clock, None, &|_, _| {}, on_point)
 }
 
-/// Runs every point of `spec` as the client; with `--interval`, each
-/// interval the client drives goes to `on_interval` (point index, interval)
-/// from a watcher thread as it ends.
+/// `run_tput_client`, with the client's issuers' windows held open by
+/// `hold` (the background load of a latency-under-load point).
+pub fn run_tput_client_held(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    run_tput_client_with(spec, port, ctl, clock, hold, &|_, _| {}, on_point)
+}
+
+/// `run_tput_client`; with `--interval`, each interval the client drives
+/// goes to `on_interval` (point index, interval) from a watcher thread as
+/// it ends.
 pub fn run_tput_client_live(
     spec: &TputSpec,
     port: &Port,
     ctl: &mut dyn Control,
     clock: &Clock,
+    on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    run_tput_client_with(spec, port, ctl, clock, None, on_interval, on_point)
+}
+
+/// Runs every point of `spec` as the client, with an optional `hold` and
+/// an `--interval` callback.
+fn run_tput_client_with(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
     on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
     mut on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
@@ -174,7 +202,7 @@ pub fn run_tput_client_live(
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
         let board = IntervalBoard::new(clock, spec.live.interval_s, spec.live.forever, p.threads);
-        let mut ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client);
+        let mut ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
         ctx.intervals = board.as_ref();
         let shown = |f: &IntervalFigure| on_interval(index, f);
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;

@@ -11,6 +11,7 @@ use crate::spec::{TputPoint, TputSpec};
 
 use super::super::counters::{CounterSnapshot, DeviceCounters};
 use super::super::intervals::{IntervalBoard, IntervalMarks};
+use super::hold::LoadHold;
 
 /// What one side measures with, and against what, in one point.
 pub struct PointCtx<'a> {
@@ -24,6 +25,8 @@ pub struct PointCtx<'a> {
     pub side: Side,
     /// `--interval` on the driving side: where each thread publishes its intervals.
     pub intervals: Option<&'a IntervalBoard>,
+    /// Under load: the issuers' windows stay open until it is released.
+    pub hold: Option<&'a LoadHold>,
 }
 
 impl<'a> PointCtx<'a> {
@@ -42,7 +45,14 @@ impl<'a> PointCtx<'a> {
             counters,
             side,
             intervals: None,
+            hold: None,
         }
+    }
+
+    /// The same context with its issuers' windows held open by `hold`.
+    pub fn held_by(mut self, hold: Option<&'a LoadHold>) -> Self {
+        self.hold = hold;
+        self
     }
 
     /// Starts thread `thread`'s window now (call it right after the start
