@@ -1232,6 +1232,14 @@ fn interval_and_forever_refusals_exit_2() {
             &["write", "--run_infinitely", "--interval", "0"],
             "--interval 0",
         ),
+        (
+            &["write", "--under-load", "10%,max", "--interval", "1"],
+            "--interval: not with --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%,max", "--forever"],
+            "--forever: not with --under-load",
+        ),
     ];
     for (args, needle) in cases {
         let out = run(args);
