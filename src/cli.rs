@@ -276,6 +276,14 @@ pub struct TestArgs {
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
+    /// Print a line every SECONDS during each point (ops, Mops; latency: p50/p99)
+    /// and store the intervals in the record; 0.05-3600.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub interval: Option<f64>,
+    /// Run one point until Ctrl-C/SIGTERM (its normal end: exit 0), reporting every
+    /// --interval (default 1 s) and rewriting the results file after each.
+    #[arg(long, visible_alias = "run_infinitely")]
+    pub forever: bool,
     /// The options given on the command line (clap ids such as `signal_period`),
     /// not defaults: each must apply to the run (see `inapplicable`).
     #[arg(skip)]

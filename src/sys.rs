@@ -1,6 +1,6 @@
 //! The one place for OS and CPU calls outside the verbs wrappers: the CPU's
 //! cycle counter (the x86_64 TSC, the aarch64 virtual counter) and CPU
-//! affinity. The crate denies `unsafe` everywhere else but here and in
+//! affinity, and the process's own CPU time. The crate denies `unsafe` everywhere else but here and in
 //! `verbs`; each function below is safe to call and keeps its `unsafe` block
 //! small, with a `SAFETY:` line.
 
@@ -125,6 +125,23 @@ pub fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and touches no caller memory.
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).ok()
+}
+
+/// CPU time this process has used so far (user + system, every thread),
+/// from `getrusage(RUSAGE_SELF)`; `None` if the kernel would not say.
+pub fn process_cpu_time() -> Option<std::time::Duration> {
+    // SAFETY: rusage is plain integers; all zeroes is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF is valid and `ru` is a live, writable rusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Some(tv(ru.ru_utime) + tv(ru.ru_stime))
 }
 
 #[cfg(test)]

@@ -1223,3 +1223,87 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
         assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
     }
 }
+
+#[test]
+fn interval_and_forever_refusals_exit_2() {
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &str)] = &[
+        (&["write", "--interval", "0"], "--interval 0"),
+        (&["write", "--interval", "0.01"], "--interval 0.01"),
+        (&["write", "--interval", "-1"], "--interval -1"),
+        (&["write", "--interval", "5000"], "--interval 5000"),
+        (&["write", "--interval", "NaN"], "--interval NaN"),
+        (
+            &["write", "--tput", "inbound", "--interval", "0.001"],
+            "--interval 0.001",
+        ),
+        (&["write", "--forever", "-n", "100"], "--forever"),
+        (&["write", "--forever", "-D", "2"], "--forever"),
+        (
+            &["write", "--tput", "inbound", "--forever", "-D", "2"],
+            "--forever",
+        ),
+        (
+            &["write", "--forever", "-s", "2,64"],
+            "--forever: runs one point",
+        ),
+        (
+            &["write", "--tput", "inbound", "--forever", "--qps", "1,2"],
+            "--forever: runs one point",
+        ),
+        (
+            &["write", "--tput", "outbound", "--forever"],
+            "--forever: outbound",
+        ),
+        (
+            &["write", "--run_infinitely", "--interval", "0"],
+            "--interval 0",
+        ),
+        (
+            &["write", "--under-load", "10%,max", "--interval", "1"],
+            "--interval: not with --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%,max", "--forever"],
+            "--forever: not with --under-load",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: '{stderr}' lacks '{needle}'"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    }
+    let dir = common::scratch("badlive");
+    let files: &[(&str, &str)] = &[
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\ninterval = \"often\"\n", ":4: key 'interval'"),
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\ninterval = 0.001\n", "--interval 0.001"),
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\nforever = 1\n", ":4: key 'forever'"),
+        (
+            "name = \"t\"\n[[series]]\nverb = \"write\"\nforever = true\n[[series]]\nverb = \"read\"\n",
+            "forever runs one point until stopped, so its experiment has one series",
+        ),
+    ];
+    for (i, (body, needle)) in files.iter().enumerate() {
+        let path = dir.join(format!("live{i}.toml"));
+        std::fs::write(&path, body).unwrap();
+        let p = path.to_str().unwrap();
+        let out = run(&["run", p, "--out", dir.to_str().unwrap()]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+        assert!(stderr.contains(p), "names the file: {stderr}");
+        assert!(stderr.contains(needle), "'{stderr}' lacks '{needle}'");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+        assert!(stdout.is_empty());
+    }
+}

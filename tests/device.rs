@@ -10,6 +10,8 @@ mod common;
 // (topic modules: keep this list sorted)
 #[path = "device/cm.rs"]
 mod cm;
+#[path = "device/cpu_intervals.rs"]
+mod cpu_intervals;
 #[path = "device/events_post_api.rs"]
 mod events_post_api;
 #[path = "device/rate_load.rs"]

@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --cm";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -154,7 +154,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
                 cm_key(&l.connection),
                 l.size
-            ) + &load_key(l),
+            ) + &load_key(l)
+                + if l.forever { " forever" } else { "" },
             "p50_ns",
             l.stats.p50_ns,
         ),
@@ -181,7 +182,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.qps,
                 t.postlist,
                 t.window
-            ) + &rate_key(t),
+            ) + &rate_key(t)
+                + if t.forever { " forever" } else { "" },
             "mops",
             t.mops,
         ),
@@ -201,6 +203,8 @@ pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
         d.results
             .iter()
             .map(|r| match r {
+                Record::Latency(l) if l.forever => "until stopped (--forever)",
+                Record::Throughput(t) if t.forever => "until stopped (--forever)",
                 Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
                 Record::Latency(_) => "iterations (-n)",
                 Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
@@ -278,13 +282,17 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
     for (i, (_, d)) in docs.iter().enumerate() {
         for r in &d.results {
             let (key, figure, value) = point_key(r);
-            let entry = table.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                (figure, vec![None; docs.len()])
-            });
-            // A file with a point twice keeps its first measurement.
-            if entry.1[i].is_none() {
-                entry.1[i] = Some(value);
+            // Each point's figure, then (where measured) what it cost in CPU.
+            let cost = cpu_cost(r).map(|(f, v)| (format!("{key} cpu"), f, v));
+            for (key, figure, value) in std::iter::once((key, figure, value)).chain(cost) {
+                let entry = table.entry(key.clone()).or_insert_with(|| {
+                    order.push(key.clone());
+                    (figure, vec![None; docs.len()])
+                });
+                // A file with a point twice keeps its first measurement.
+                if entry.1[i].is_none() {
+                    entry.1[i] = Some(value);
+                }
             }
         }
     }
@@ -332,9 +340,28 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
     }
 }
 
+/// What a point cost in CPU on this side, where its file says: throughput
+/// in CPU-seconds per million ops, latency in percent of one CPU.
+fn cpu_cost(r: &Record) -> Option<(&'static str, f64)> {
+    match r {
+        Record::Latency(l) => l
+            .cpu_util
+            .as_ref()?
+            .local_process_pct
+            .map(|v| ("process_cpu_pct", v)),
+        Record::Throughput(t) => t
+            .cpu_util
+            .as_ref()?
+            .local_cpu_s_per_mop
+            .map(|v| ("cpu_s_per_mop", v)),
+    }
+}
+
 fn fmt_value(figure: &str, v: Option<f64>) -> String {
     match (figure, v) {
         (_, None) => "-".into(),
+        ("process_cpu_pct", Some(p)) => format!("{p:.0}% cpu"),
+        ("cpu_s_per_mop", Some(c)) => format!("{c:.3} cpu-s/Mop"),
         ("p50_ns", Some(ns)) => format!("{:.2} us", ns / 1000.0),
         (_, Some(m)) => format!("{m:.4} Mops"),
     }
@@ -403,7 +430,7 @@ fn print_table(cmp: &Comparison) -> Result<()> {
             printable(&s.file)
         ))?;
     }
-    print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]")?;
+    print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]; a point's \"cpu\" row: this process's CPU (latency: % of one CPU; throughput: CPU-seconds per million ops)")?;
     print_line(&format!("# points matched on: {MATCHED_ON}"))?;
     for (field, value) in &cmp.conditions {
         print_line(&format!("# {field}: {}", printable(value)))?;
@@ -520,6 +547,11 @@ mod tests {
                     device_counters: None,
                     requested_s: None,
                     histogram: vec![],
+                    cpu_util: None,
+                    interval_s: None,
+                    forever: false,
+                    intervals: vec![],
+                    in_progress: None,
                     load: None,
                     offered_mops: None,
                     achieved_mops: None,
@@ -571,6 +603,38 @@ mod tests {
         v.as_object_mut().unwrap().remove("post_api");
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn cpu_cost_gets_a_row_beside_its_point_and_forever_joins_the_key() {
+        let (fa, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let (fb, mut b) = doc("mlx5_1", 4125, &[(64, 1000.0)]);
+        if let Record::Latency(l) = &mut b.results[0] {
+            l.cpu_util = Some(crate::results::CpuUtil {
+                local_process_pct: Some(99.0),
+                ..Default::default()
+            });
+        }
+        let c = compare(&[(fa, a.clone()), (fb, b)]);
+        assert_eq!(c.rows.len(), 2, "{:?}", c.rows);
+        assert_eq!(c.rows[1].point, format!("{} cpu", c.rows[0].point));
+        assert_eq!(c.rows[1].figure, "process_cpu_pct");
+        // The file before cpu_util has no figure there, never a 0.
+        assert_eq!(c.rows[1].values, vec![None, Some(99.0)]);
+        assert_eq!(fmt_value("process_cpu_pct", Some(99.0)), "99% cpu");
+        // --forever ran a different window: its points do not match plain ones.
+        let mut r = a.results[0].clone();
+        let plain = point_key(&r).0;
+        if let Record::Latency(l) = &mut r {
+            l.forever = true;
+        }
+        assert_eq!(point_key(&r).0, format!("{plain} forever"));
+        // --interval only observes: it stays out of the key.
+        if let Record::Latency(l) = &mut r {
+            l.forever = false;
+            l.interval_s = Some(0.2);
+        }
+        assert_eq!(point_key(&r).0, plain);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::LatencyRecord;
+use crate::results::{CpuUtil, LatencyRecord};
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
@@ -56,6 +56,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         path: super::setup::path_from_args(a)?,
         events: a.events,
         post_api: a.post_api,
+        live: super::setup::live_from_args(a)?,
     };
     spec.validate()?;
     Ok(spec)
@@ -97,6 +98,11 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         requested_s: spec.duration_s,
         histogram: p.samples.buckets(scale),
         series: None,
+        cpu_util: CpuUtil::new(p.client.cpu, p.cpu_peer, None),
+        interval_s: spec.live.interval_s,
+        forever: spec.live.forever,
+        intervals: p.intervals.clone(),
+        in_progress: None,
         load: None,
         offered_mops: None,
         achieved_mops: None,

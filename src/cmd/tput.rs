@@ -4,7 +4,7 @@
 use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::TputRecord;
+use crate::results::{CpuUtil, TputRecord};
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
@@ -150,6 +150,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         path: super::setup::path_from_args(a)?,
         events: a.events,
         post_api: a.post_api,
+        live: super::setup::live_from_args(a)?,
         rate: rate_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
@@ -237,6 +238,11 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures: o.verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
+        cpu_util: CpuUtil::new(o.cpu_local, o.cpu_peer, Some(r.ops)),
+        interval_s: spec.live.interval_s,
+        forever: spec.live.forever,
+        intervals: r.intervals.clone(),
+        in_progress: None,
         offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
         burst: spec.rate.map(|r| r.burst_for(p.postlist)),

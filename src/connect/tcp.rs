@@ -197,6 +197,7 @@ mod tests {
                 path: Default::default(),
                 events: true,
                 post_api: crate::spec::PostApi::Ex,
+                live: Default::default(),
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

@@ -37,6 +37,9 @@ pub struct LatencySpec {
     /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
     #[serde(default)]
     pub post_api: PostApi,
+    /// `--interval`, `--forever`.
+    #[serde(default)]
+    pub live: LiveSpec,
 }
 
 impl LatencySpec {
@@ -53,6 +56,7 @@ impl LatencySpec {
     pub fn validate(&self) -> Result<()> {
         let verb = self.verb.name();
         let t = self.transport;
+        self.live.validate(self.sizes.len())?;
         match self.verb {
             VerbKind::Read | VerbKind::Atomic if t != Transport::Rc => {
                 return Err(Error::usage(format!(
@@ -176,6 +180,7 @@ mod tests {
             events: false,
             post_api: PostApi::Classic,
             path: PathSpec::default(),
+            live: Default::default(),
         }
     }
 

@@ -148,6 +148,9 @@ pub struct TputSpec {
     /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
     #[serde(default)]
     pub post_api: PostApi,
+    /// `--interval`, `--forever`.
+    #[serde(default)]
+    pub live: LiveSpec,
     /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
     #[serde(default)]
     pub rate: Option<RateLimit>,
@@ -169,6 +172,18 @@ impl TputSpec {
         let verb = self.verb.name();
         if self.points.is_empty() {
             return Err(Error::usage("no points to measure"));
+        }
+        self.live.validate(self.points.len())?;
+        if self.live.forever && self.direction == Direction::Outbound {
+            return Err(Error::usage(
+                "--forever: outbound points are driven by the server, which cannot report live to this client; use inbound or echo",
+            ));
+        }
+        if self.live.forever && self.group > 1 {
+            return Err(Error::usage(format!(
+                "--forever: a --group {} run starts and stops its clients together, and a forever point has no set end",
+                self.group
+            )));
         }
         if self.direction == Direction::Echo {
             if self.verb != VerbKind::Echo {
@@ -415,6 +430,7 @@ mod tput_tests {
             events: false,
             post_api: PostApi::Classic,
             path: PathSpec::default(),
+            live: Default::default(),
             rate: None,
         }
     }

@@ -189,6 +189,7 @@ fn cm_hello() -> Message {
             sge: 1,
             events: false,
             post_api: rdma_bench::spec::PostApi::Classic,
+            live: Default::default(),
             path: PathSpec {
                 connection: Connection::Cm,
                 ..PathSpec::default()

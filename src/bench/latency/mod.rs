@@ -6,7 +6,7 @@ mod engine;
 mod session;
 
 pub use engine::{marker, ClientPoint};
-pub use session::{run_client, serve_latency, PointOutcome};
+pub use session::{run_client, run_client_live, serve_latency, PointOutcome};
 
 use crate::error::Result;
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};

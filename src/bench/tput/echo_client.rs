@@ -298,13 +298,16 @@ fn echo_client_thread(
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
-    let mut counters = None;
+    let mut counters = Default::default();
     let mut last_landing = t0;
     loop {
         if aborted() {
             return Err(Error::Interrupted);
         }
         let now = clock.now();
+        if !stopping && win.interval_due(now) {
+            win.mark_interval(now, fl.done.iter().sum::<u64>() - base.iter().sum::<u64>());
+        }
         if !stopping && win.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;

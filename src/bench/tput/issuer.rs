@@ -130,6 +130,12 @@ fn issue_thread(
             return Err(Error::Interrupted);
         }
         let now = clock.now();
+        if win.interval_due(now) {
+            win.mark_interval(
+                now,
+                tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>(),
+            );
+        }
         let done = match window.iters {
             None => match ctx.hold {
                 Some(h) => open && !h.held(),

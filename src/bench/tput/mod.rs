@@ -23,7 +23,9 @@ mod threads;
 mod window;
 
 pub use hold::LoadHold;
-pub use session::{run_tput_client, run_tput_client_held, serve_tput, TputOutcome};
+pub use session::{
+    run_tput_client, run_tput_client_held, run_tput_client_live, serve_tput, TputOutcome,
+};
 pub use window::{PointCtx, Window, WindowTimer};
 
 use crate::error::Result;

@@ -107,7 +107,10 @@ pub fn run_target(
 ) -> Result<(Vec<u64>, DriverReport)> {
     let Some(ring) = &mut s.sink else {
         go(ctl)?;
-        let d = Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s);
+        let d = Deadlines::new(
+            spec.timeout_s,
+            spec.live.point_s(spec.warmup_s + spec.duration_s),
+        );
         let report = expect(ctl, "stop", d.passive(), |m| match m {
             Message::Stop { index: i, report } if *i == index => Some(std::mem::take(report)),
             _ => None,
@@ -126,7 +129,10 @@ pub fn run_target(
         }
         Ok(k)
     };
-    let d = Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s);
+    let d = Deadlines::new(
+        spec.timeout_s,
+        spec.live.point_s(spec.warmup_s + spec.duration_s),
+    );
     let mut watch = IdleWatch::new(d.passive(), "SENDs or the driver's stop (driver gone?)");
     loop {
         if drain(&mut received)? > 0 {

@@ -45,6 +45,8 @@ const OPTION_KEYS: &[&str] = &[
     "flow_label",
     "mtu",
     "cm",
+    "interval",
+    "forever",
     "rate",
     "rate_per_qp",
     "burst",
@@ -259,9 +261,11 @@ fn expect(key: &str) -> Expect {
         "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" | "burst" => {
             Expect::Count
         }
-        "duration" | "timeout" | "warmup_time" => Expect::Seconds,
+        "duration" | "timeout" | "warmup_time" | "interval" => Expect::Seconds,
         "rate" => Expect::Number,
-        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "events" => Expect::Flag,
+        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "events" | "forever" => {
+            Expect::Flag
+        }
         "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }
