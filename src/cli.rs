@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::spec::{AtomicOp, EchoVerb, VerbKind};
+use crate::spec::{AtomicOp, EchoVerb, Offsets, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -242,6 +242,18 @@ pub struct TestArgs {
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub mtu: Option<i64>,
+    /// Buffers from 2 MiB huge pages (reserve them in /proc/sys/vm/nr_hugepages).
+    #[arg(long, visible_alias = "use_hugepages")]
+    pub hugepages: bool,
+    /// Throughput: one memory registration per QP instead of one per thread.
+    #[arg(long, visible_alias = "mr_per_qp")]
+    pub mr_per_qp: bool,
+    /// Throughput (write/read): each QP's WRs target slots of a remote region of SIZE bytes (k, m, g suffixes).
+    #[arg(long, value_name = "SIZE")]
+    pub region: Option<String>,
+    /// Throughput: which slot of the --region each WR targets.
+    #[arg(long, value_enum, default_value_t = Offsets::Fixed)]
+    pub offsets: Offsets,
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
@@ -336,6 +348,7 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "imm" if !write_or_send => Some("to write and send"),
         "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
+        "mr_per_qp" | "region" | "offsets" if !tput => Some("with --tput"),
         _ => None,
     }
 }

@@ -243,6 +243,17 @@ pub struct TputRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -357,6 +368,17 @@ pub struct LatencyRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -405,6 +427,10 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -445,6 +471,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "iters",
     "warmup_dropped",
     "elapsed_s",
@@ -506,6 +536,11 @@ pub fn utc_timestamp(unix_s: u64) -> String {
         secs / 60 % 60,
         secs % 60
     )
+}
+
+/// `offsets` of a record written before `--offsets` existed.
+fn fixed_offsets() -> String {
+    "fixed".into()
 }
 
 pub fn now_utc() -> String {

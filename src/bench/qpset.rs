@@ -12,7 +12,7 @@ use crate::verbs::{
 };
 
 use super::port::{Port, MAX_CQE};
-use crate::spec::PathSpec;
+use crate::spec::{MemorySpec, PathSpec};
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -37,14 +37,20 @@ pub struct QpShape {
     pub access: Access,
     /// QoS and MTU of every QP's path.
     pub path: PathSpec,
+    /// Huge pages, and one registration per QP (`--mr-per-qp`).
+    pub memory: MemorySpec,
 }
 
 pub struct QpSet {
     pub qps: Vec<QueuePair>,
     pub send_cq: Arc<CompletionQueue>,
     pub recv_cq: Arc<CompletionQueue>,
+    /// The registration of QP 0 (of every QP unless `per_qp_mrs`).
     pub mr: Arc<MemoryRegion>,
-    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region).
+    /// With `--mr-per-qp`: QP i's own registration of `region` bytes.
+    per_qp_mrs: Vec<Arc<MemoryRegion>>,
+    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region) of `mr`, or
+    /// all of its own registration.
     pub region: usize,
     /// UD only: where QP i sends, once connected.
     pub ahs: Vec<Option<Arc<AddressHandle>>>,
@@ -63,7 +69,24 @@ impl QpSet {
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
         let send_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.sq_depth))?;
         let recv_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.rq_depth))?;
-        let mr = MemoryRegion::new(&port.pd, shape.region * n as usize, shape.access)?;
+        let register = |len: usize| {
+            if shape.memory.hugepages {
+                MemoryRegion::new_huge(&port.pd, len, shape.access)
+            } else {
+                MemoryRegion::new(&port.pd, len, shape.access)
+            }
+        };
+        let per_qp_mrs = if shape.memory.mr_per_qp {
+            (0..n)
+                .map(|_| register(shape.region))
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        let mr = match per_qp_mrs.first() {
+            Some(mr) => mr.clone(),
+            None => register(shape.region * n as usize)?,
+        };
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..shape.count {
             let qp = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
@@ -82,6 +105,7 @@ impl QpSet {
             send_cq,
             recv_cq,
             mr,
+            per_qp_mrs,
             region: shape.region,
             lid: port.lid,
             gid: port.gid,
@@ -96,8 +120,8 @@ impl QpSet {
             .iter()
             .enumerate()
             .map(|(i, qp)| Endpoint {
-                addr: self.mr.addr() + self.offset(i) as u64,
-                rkey: self.mr.rkey(),
+                addr: self.mr_of(i).addr() + self.offset(i) as u64,
+                rkey: self.mr_of(i).rkey(),
                 len: self.region as u64,
                 ..qp.endpoint(self.lid, self.gid, self.psns[i])
             })
@@ -130,9 +154,18 @@ impl QpSet {
         Ok(AddressHandle::new(&self.pd, &self.config, remote)?)
     }
 
-    /// Where QP `q`'s region starts in the buffer.
+    /// Where QP `q`'s region starts in its registration ([`QpSet::mr_of`]).
     pub fn offset(&self, q: usize) -> usize {
-        q * self.region
+        if self.per_qp_mrs.is_empty() {
+            q * self.region
+        } else {
+            0
+        }
+    }
+
+    /// The registration QP `q`'s region lies in.
+    pub fn mr_of(&self, q: usize) -> &Arc<MemoryRegion> {
+        self.per_qp_mrs.get(q).unwrap_or(&self.mr)
     }
 }
 

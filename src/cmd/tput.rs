@@ -134,6 +134,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         group: a.group,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        memory: super::setup::memory_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -173,6 +174,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        hugepages: spec.memory.hugepages,
+        mr_per_qp: spec.memory.mr_per_qp,
+        region: spec.memory.region,
+        offsets: spec.memory.offsets.name().into(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period

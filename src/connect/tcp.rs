@@ -191,6 +191,7 @@ mod tests {
                 timeout_s: 3.0,
                 sge: 1,
                 path: Default::default(),
+                memory: Default::default(),
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

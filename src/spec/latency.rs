@@ -31,6 +31,9 @@ pub struct LatencySpec {
     /// Traffic class, SL, flow label and MTU of the QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// Huge pages (the other layouts are throughput options).
+    #[serde(default)]
+    pub memory: MemorySpec,
 }
 
 impl LatencySpec {
@@ -97,6 +100,7 @@ impl LatencySpec {
             check_range("--size", s, 0, MAX_SIZE, "")?;
         }
         check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
+        self.memory.validate_latency()?;
         check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
         if let Some(d) = self.duration_s {
             check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
@@ -163,6 +167,7 @@ mod tests {
             timeout_s: 5.0,
             sge: 1,
             path: PathSpec::default(),
+            memory: MemorySpec::default(),
         }
     }
 

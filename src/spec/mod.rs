@@ -89,9 +89,11 @@ impl LatencyMode {
 }
 
 mod latency;
+mod memory;
 mod tput;
 
 pub use latency::LatencySpec;
+pub use memory::{check_hugepages, parse_region, MemorySpec, Offsets};
 pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
 
 /// The one range check every numeric option goes through: refuses `value`

@@ -142,6 +142,9 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// Huge pages, registrations per QP, the remote region and its offsets.
+    #[serde(default)]
+    pub memory: MemorySpec,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -213,6 +216,8 @@ impl TputSpec {
             self.validate_point(p)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        self.memory
+            .validate_tput(self.verb, self.direction, self.max_size())?;
         Ok(())
     }
 
@@ -372,6 +377,7 @@ mod tput_tests {
             group: 1,
             sge: 1,
             path: PathSpec::default(),
+            memory: MemorySpec::default(),
         }
     }
 

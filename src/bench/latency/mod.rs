@@ -76,6 +76,7 @@ impl UnconnectedSide {
                 region: 2 * slot,
                 access: access_for(spec.verb, role),
                 path: spec.path,
+                memory: spec.memory,
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

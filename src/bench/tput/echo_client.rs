@@ -67,6 +67,7 @@ impl EchoClientSet {
                 region: layout.client_region(),
                 access,
                 path: spec.path,
+                memory: spec.memory,
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -82,6 +83,7 @@ impl EchoClientSet {
                     region: layout.server_region(),
                     access: Access::LOCAL,
                     path: spec.path,
+                    memory: spec.memory,
                 },
             )?)
         } else {

@@ -82,6 +82,7 @@ impl EchoServerSet {
                     region: layout.server_region(),
                     access,
                     path: spec.path,
+                    memory: spec.memory,
                 },
             )
         };
@@ -98,6 +99,7 @@ impl EchoServerSet {
                     region: rq as usize * layout.slot,
                     access: Access::LOCAL,
                     path: spec.path,
+                    memory: spec.memory,
                 },
             )
         };

@@ -116,6 +116,7 @@ impl<E: EchoPart> PointSide<E> {
                     region: slot_bytes(p.size),
                     access: Access::LOCAL,
                     path: spec.path,
+                    memory: spec.memory,
                 };
                 let sets = (0..p.threads)
                     .map(|_| IssuerSet::new(port, &shape))

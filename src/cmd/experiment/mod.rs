@@ -42,6 +42,10 @@ const OPTION_KEYS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -246,12 +250,15 @@ enum Expect {
 
 fn expect(key: &str) -> Expect {
     match key {
-        "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
+        // region: 4096 or "256m" (one value; a list is refused by --region).
+        "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" | "region" => {
+            Expect::Sweep
+        }
         "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" => {
             Expect::Count
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
-        "inline" | "imm" | "completion" => Expect::Flag,
+        "inline" | "imm" | "completion" | "hugepages" | "mr_per_qp" => Expect::Flag,
         "transport" => Expect::Words,
         _ => Expect::Word,
     }
