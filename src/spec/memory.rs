@@ -76,6 +76,37 @@ pub fn parse_region(text: &str) -> Result<u64> {
 }
 
 impl MemorySpec {
+    /// What the layout is, for the table's header; `None` for the default.
+    pub fn describe(&self) -> Option<String> {
+        if *self == MemorySpec::default() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        if let Some(r) = self.region {
+            parts.push(format!(
+                "each QP's WRs target {} slots of a {r}-byte remote region",
+                self.offsets.name()
+            ));
+        }
+        parts.push(
+            if self.mr_per_qp {
+                "one MR per QP"
+            } else {
+                "one MR per thread"
+            }
+            .to_string(),
+        );
+        parts.push(
+            if self.hugepages {
+                "buffers from 2 MiB huge pages"
+            } else {
+                "heap buffers"
+            }
+            .to_string(),
+        );
+        Some(parts.join("; "))
+    }
+
     /// Host-side checks that need no device (a spec from the wire too).
     pub fn validate(&self) -> Result<()> {
         if let Some(r) = self.region {
@@ -246,6 +277,21 @@ mod tests {
         refused(
             check_hugepages(None, "/proc/sys/vm/nr_hugepages"),
             "--hugepages: cannot read /proc/sys/vm/nr_hugepages",
+        );
+    }
+
+    #[test]
+    fn the_header_describes_a_layout_other_than_the_default() {
+        assert_eq!(MemorySpec::default().describe(), None);
+        let m = MemorySpec {
+            region: Some(4096),
+            offsets: Offsets::Random,
+            mr_per_qp: true,
+            hugepages: true,
+        };
+        assert_eq!(
+            m.describe().unwrap(),
+            "each QP's WRs target random slots of a 4096-byte remote region; one MR per QP; buffers from 2 MiB huge pages"
         );
     }
 
