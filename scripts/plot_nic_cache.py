@@ -62,7 +62,7 @@ def main():
     right = [(run, r) for run, r in items if len(qps_of[rr.series_label(r)]) > 1]
     left = [(run, r) for run, r in items if len(qps_of[rr.series_label(r)]) <= 1]
 
-    fig, axes = rr.plt.subplots(1, 2, figsize=(14, 5.6))
+    fig, axes = rr.plt.subplots(1, 2, figsize=(14, 6.2))
     ys_all = []
     ax = axes[0]
     by_offsets = OrderedDict()
@@ -115,10 +115,16 @@ def main():
         lines.append("soft-RoCE, not hardware: rxe has no NIC caches, so this shows the "
                      "plumbing (regions, offsets, MRs per QP), not the cache-miss effect")
     fig.suptitle(head, fontsize=12.5, fontweight="bold")
-    fig.text(0.5, 0.93, "\n".join(lines), ha="center", va="top", fontsize=9,
+    fig.text(0.5, 0.945, "\n".join(lines), ha="center", va="top", fontsize=9,
              color="firebrick", style="italic")
-    fig.tight_layout(rect=(0, 0, 1, 0.86))
-    rr.save(fig, a.output)
+    # Not rr.save: its tight_layout() would pull the axes up under these lines.
+    fig.tight_layout(rect=(0, 0, 1, 0.95 - 0.03 * len(lines)))
+    directory = os.path.dirname(a.output)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    fig.savefig(a.output, dpi=150, bbox_inches="tight")
+    rr.plt.close(fig)
+    print(f"wrote {a.output}")
 
 
 if __name__ == "__main__":
