@@ -10,6 +10,8 @@ mod common;
 // (topic modules: keep this list sorted)
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
+#[path = "device/rate_load.rs"]
+mod rate_load;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

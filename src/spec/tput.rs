@@ -145,6 +145,9 @@ pub struct TputSpec {
     /// Huge pages, registrations per QP, the remote region and its offsets.
     #[serde(default)]
     pub memory: MemorySpec,
+    /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
+    #[serde(default)]
+    pub rate: Option<RateLimit>,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -215,6 +218,9 @@ impl TputSpec {
         for p in &self.points {
             self.validate_point(p)?;
         }
+        if let Some(r) = &self.rate {
+            self.validate_rate(r)?;
+        }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
         self.memory
             .validate_tput(self.verb, self.direction, self.max_size())?;
@@ -272,6 +278,25 @@ impl TputSpec {
         check_range("--window", p.window, 1, MAX_WINDOW, "")?;
         if let Some(why) = p.combination_conflict() {
             return Err(Error::usage(why));
+        }
+        Ok(())
+    }
+
+    fn validate_rate(&self, r: &RateLimit) -> Result<()> {
+        r.validate()?;
+        if self.direction == Direction::Echo {
+            return Err(Error::usage(
+                "--rate: echo throughput is not rate-limited (inbound and outbound are)",
+            ));
+        }
+        for p in &self.points {
+            // An --iters run ends when its WRs are done; only its refills must fit.
+            let window_s = if self.iters.is_some() {
+                f64::INFINITY
+            } else {
+                self.duration_s
+            };
+            r.validate_point(p.window, p.postlist, p.total_qps(), window_s)?;
         }
         Ok(())
     }
@@ -378,6 +403,7 @@ mod tput_tests {
             sge: 1,
             path: PathSpec::default(),
             memory: MemorySpec::default(),
+            rate: None,
         }
     }
 
