@@ -69,6 +69,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         mr_per_qp: false,
         region: None,
         offsets: "fixed".into(),
+        connection: "gid".into(),
         iters: 100_000,
         warmup_dropped: 1000,
         elapsed_s: 2.0,

@@ -129,6 +129,11 @@ pub struct ServeArgs {
     /// Seconds a client may stay silent during the handshake.
     #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
+    /// Port of the rdma_cm listener a `--cm` client's session opens (default:
+    /// an ephemeral port, announced over the control channel).
+    #[arg(long, value_name = "PORT", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub cm_port: Option<u16>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -254,6 +259,10 @@ pub struct TestArgs {
     /// Throughput: which slot of the --region each WR targets.
     #[arg(long, value_enum, default_value_t = Offsets::Fixed)]
     pub offsets: Offsets,
+    /// Connect the measured QPs with rdma_cm (address and route resolution,
+    /// connect/accept) instead of exchanging GIDs and QP numbers; RC only.
+    #[arg(short = 'R', long)]
+    pub cm: bool,
     /// Throughput: offered rate of this process's issuers in Mops, split evenly
     /// over their threads and QPs (a token bucket per QP).
     #[arg(long, value_name = "MOPS", allow_negative_numbers = true)]

@@ -254,6 +254,10 @@ pub struct TputRecord {
     pub region: Option<u64>,
     #[serde(default = "fixed_offsets")]
     pub offsets: String,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -414,6 +418,10 @@ pub struct LatencyRecord {
     pub region: Option<u64>,
     #[serde(default = "fixed_offsets")]
     pub offsets: String,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -482,6 +490,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "mr_per_qp",
     "region",
     "offsets",
+    "connection",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -529,6 +538,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "mr_per_qp",
     "region",
     "offsets",
+    "connection",
     "iters",
     "warmup_dropped",
     "elapsed_s",

@@ -8,6 +8,8 @@ mod common;
 // Device tests grouped by topic live in tests/device/<topic>.rs, one line each
 // below; they reach this file's helpers (device(), latency(), ...) as `super::`.
 // (topic modules: keep this list sorted)
+#[path = "device/cm.rs"]
+mod cm;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
 #[path = "device/rate_load.rs"]

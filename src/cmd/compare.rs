@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked)";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --cm";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -97,6 +97,16 @@ fn memory_key(hugepages: bool, mr_per_qp: bool, region: Option<u64>, offsets: &s
     key
 }
 
+/// `--cm` joins the key; GID-connected points (and older files, which have
+/// no `connection`) add nothing, so they line up as before.
+fn cm_key(connection: &str) -> &'static str {
+    if connection == "cm" {
+        " cm"
+    } else {
+        ""
+    }
+}
+
 /// The offered load as asked: `--under-load`'s load for latency (" load
 /// 10%"), and for throughput `--rate` as the process's offered Mops with
 /// its burst (" rate 0.05 burst 1"). Absent (older files, unloaded runs):
@@ -137,7 +147,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -147,6 +157,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 sge(l.sge),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu)
                     + &memory_key(l.hugepages, l.mr_per_qp, l.region, &l.offsets),
+                cm_key(&l.connection),
                 l.size
             ) + &load_key(l),
             "p50_ns",
@@ -154,7 +165,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -168,6 +179,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 sge(t.sge),
                 path_key(t.tclass, t.sl, t.flow_label, t.mtu)
                     + &memory_key(t.hugepages, t.mr_per_qp, t.region, &t.offsets),
+                cm_key(&t.connection),
                 t.size,
                 t.signal_period,
                 t.threads,
@@ -498,6 +510,7 @@ mod tests {
                     mr_per_qp: false,
                     region: None,
                     offsets: "fixed".into(),
+                    connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,
@@ -699,5 +712,23 @@ mod tests {
         assert_eq!(row(4096).values, vec![Some(9000.0), None], "only in A");
         assert_eq!(row(8192).values, vec![None, Some(5000.0)], "only in B");
         assert_eq!(cmp.rows.len(), 4);
+    }
+
+    #[test]
+    fn cm_joins_the_key_and_older_files_count_as_gid() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let gid = d.results[0].clone();
+        let mut cm = gid.clone();
+        if let Record::Latency(l) = &mut cm {
+            l.connection = "cm".into();
+        }
+        assert!(point_key(&cm).0.contains(" cm "), "{}", point_key(&cm).0);
+        assert_ne!(point_key(&gid).0, point_key(&cm).0);
+        // A record from before --cm has no `connection`: it reads as "gid"
+        // and lines up with a GID-connected point of a newer file.
+        let mut v = serde_json::to_value(&gid).unwrap();
+        v.as_object_mut().unwrap().remove("connection");
+        let old: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&old).0, point_key(&gid).0);
     }
 }

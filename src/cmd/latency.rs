@@ -86,6 +86,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         mr_per_qp: spec.memory.mr_per_qp,
         region: spec.memory.region,
         offsets: spec.memory.offsets.name().into(),
+        connection: spec.path.connection.name().to_string(),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),

@@ -193,6 +193,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         mr_per_qp: spec.memory.mr_per_qp,
         region: spec.memory.region,
         offsets: spec.memory.offsets.name().into(),
+        connection: spec.path.connection.name().to_string(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period

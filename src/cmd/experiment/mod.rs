@@ -46,6 +46,7 @@ const OPTION_KEYS: &[&str] = &[
     "mr_per_qp",
     "region",
     "offsets",
+    "cm",
     "rate",
     "rate_per_qp",
     "burst",
@@ -265,7 +266,9 @@ fn expect(key: &str) -> Expect {
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
         "rate" => Expect::Number,
-        "inline" | "imm" | "completion" | "rate_per_qp" | "hugepages" | "mr_per_qp" => Expect::Flag,
+        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "hugepages" | "mr_per_qp" => {
+            Expect::Flag
+        }
         "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }
