@@ -280,8 +280,8 @@ fn offsets_spread_writes_over_the_region_as_asked() {
 fn region_and_offsets_through_serve() {
     // Outbound: the serve process issues at this client's region, so the
     // hook line comes from this side; the layout crossed the wire.
-    let _server = super::start_server(18671);
-    let target = format!("{}:18671", super::ipv4());
+    let _server = super::start_server(18691);
+    let target = format!("{}:18691", super::ipv4());
     let (recs, stderr, _) = run_sampling(
         "off-serve",
         &[
