@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::spec::{AtomicOp, EchoVerb, PostApi, VerbKind};
+use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -255,6 +255,18 @@ pub struct TestArgs {
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub mtu: Option<i64>,
+    /// Buffers from 2 MiB huge pages (reserve them in /proc/sys/vm/nr_hugepages).
+    #[arg(long, visible_alias = "use_hugepages")]
+    pub hugepages: bool,
+    /// Throughput: one memory registration per QP instead of one per thread.
+    #[arg(long, visible_alias = "mr_per_qp")]
+    pub mr_per_qp: bool,
+    /// Throughput (write/read): each QP's WRs target slots of a remote region of SIZE bytes (k, m, g suffixes).
+    #[arg(long, value_name = "SIZE")]
+    pub region: Option<String>,
+    /// Throughput: which slot of the --region each WR targets.
+    #[arg(long, value_enum, default_value_t = Offsets::Fixed)]
+    pub offsets: Offsets,
     /// Connect the measured QPs with rdma_cm (address and route resolution,
     /// connect/accept) instead of exchanging GIDs and QP numbers; RC only.
     #[arg(short = 'R', long)]
@@ -380,6 +392,7 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "events" if tput || verb == Echo => {
             Some("to latency runs of write --completion, send, read and atomic")
         }
+        "mr_per_qp" | "region" | "offsets" if !tput => Some("with --tput"),
         _ => None,
     }
 }

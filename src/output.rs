@@ -172,6 +172,9 @@ impl Console {
             return;
         }
         self.line(&format!("# {}", describe_measurement(spec, device)));
+        if let Some(m) = spec.memory.describe() {
+            self.line(&format!("# memory: {m}"));
+        }
         let ping = spec.mode == LatencyMode::PingPong;
         self.line(&format!(
             "{:>10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}{}",
@@ -285,6 +288,9 @@ impl Console {
             return;
         }
         self.line(&format!("# {}", describe_tput(spec, device)));
+        if let Some(m) = spec.memory.describe() {
+            self.line(&format!("# memory: {m}"));
+        }
         self.line(&format!(
             "{:>4} {:>8} {:>6} {:>5} {:>8} {:>7} {:>7} {:>10} {:>9} {:>12} {:>12} {:>8}",
             "tr",

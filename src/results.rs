@@ -256,6 +256,17 @@ pub struct TputRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
     /// How the QPs were connected: "gid" (GIDs and QP numbers over the
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
@@ -496,6 +507,17 @@ pub struct LatencyRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
     /// How the QPs were connected: "gid" (GIDs and QP numbers over the
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
@@ -584,6 +606,10 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "connection",
     "signal_period",
     "effective_signal_period",
@@ -639,6 +665,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "connection",
     "iters",
     "warmup_dropped",
@@ -711,6 +741,11 @@ pub fn utc_timestamp(unix_s: u64) -> String {
         secs / 60 % 60,
         secs % 60
     )
+}
+
+/// `offsets` of a record written before `--offsets` existed.
+fn fixed_offsets() -> String {
+    "fixed".into()
 }
 
 pub fn now_utc() -> String {

@@ -1132,6 +1132,95 @@ fn toml_string(s: &str) -> String {
 }
 
 #[test]
+fn memory_layout_options_are_refused_where_they_do_not_apply() {
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["write", "--tput", "inbound", "--offsets", "random"],
+            "--offsets random: needs --region SIZE",
+        ),
+        (
+            &["write", "--tput", "inbound", "--region", "32"],
+            "--region 32: must be 64..=",
+        ),
+        (
+            &["write", "--tput", "inbound", "--region", "lots"],
+            "--region lots: expected bytes",
+        ),
+        (
+            &["write", "--tput", "inbound", "--region", "1k", "-s", "4096"],
+            "--region 1024 --size 4096",
+        ),
+        (
+            &["send", "--tput", "inbound", "--region", "1m"],
+            "--region 1048576: a SEND",
+        ),
+        (
+            &[
+                "atomic", "--op", "fadd", "--tput", "inbound", "--region", "1m",
+            ],
+            "--region 1048576: atomics",
+        ),
+        (&["echo", "--tput", "--mr-per-qp"], "--mr-per-qp: echo"),
+        (
+            &["echo", "--tput", "--region", "1m"],
+            "--region 1048576: echo",
+        ),
+        (&["write", "--mr-per-qp"], "--mr-per-qp"),
+        (&["write", "--region", "1m"], "--region"),
+        (
+            &["write", "--tput", "inbound", "--offsets", "zigzag"],
+            "--offsets",
+        ),
+    ];
+    for (args, needle) in cases {
+        common::refused(args, &[needle]);
+    }
+    // perftest's spellings are the same options.
+    common::refused(&["write", "--mr_per_qp", "-n", "10"], &["--mr-per-qp"]);
+    let reserved = std::fs::read_to_string("/proc/sys/vm/nr_hugepages").unwrap_or_default();
+    if reserved.trim() == "0" {
+        for spelling in ["--hugepages", "--use_hugepages"] {
+            common::refused(
+                &["write", "--tput", "inbound", spelling],
+                &[
+                    "--hugepages: no huge pages are reserved",
+                    "/proc/sys/vm/nr_hugepages",
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+fn memory_layout_keys_reach_experiment_files() {
+    let dir = std::env::temp_dir().join(format!("rdma-bench-cli-mem-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\noffsets = \"random\"\n", "--offsets random: needs --region"),
+        ("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nregion = \"1k\"\nsize = 4096\n", "--region 1024 --size 4096"),
+        ("verb = \"write\"\nmr_per_qp = \"yes\"\n", "key 'mr_per_qp'"),
+        ("verb = \"write\"\nhugepages = 1\n", "key 'hugepages'"),
+    ];
+    for (i, (body, needle)) in cases.iter().enumerate() {
+        let path = dir.join(format!("mem{i}.toml"));
+        std::fs::write(&path, format!("name = \"t\"\n[[series]]\n{body}")).unwrap();
+        let out = run(&[
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{body}: '{stderr}' lacks '{needle}'"
+        );
+    }
+}
+
+#[test]
 fn rate_and_under_load_refuse_nonsense_with_one_line() {
     #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[

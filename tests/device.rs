@@ -14,6 +14,8 @@ mod cm;
 mod cpu_intervals;
 #[path = "device/events_post_api.rs"]
 mod events_post_api;
+#[path = "device/memory_layout.rs"]
+mod memory_layout;
 #[path = "device/rate_load.rs"]
 mod rate_load;
 

@@ -11,6 +11,7 @@ pub mod latency;
 pub mod ops;
 pub mod port;
 pub mod qpset;
+pub mod slots;
 pub mod tput;
 pub mod wait;
 

@@ -12,7 +12,7 @@ use crate::verbs::{
 };
 
 use super::port::{Port, MAX_CQE};
-use crate::spec::{Connection, PathSpec};
+use crate::spec::{Connection, MemorySpec, PathSpec};
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -42,6 +42,8 @@ pub struct QpShape {
     /// `Some`: extended QPs posting through `ibv_wr_*` (`--post-api ex`),
     /// created with exactly these send operations (the ones this side posts).
     pub ex_ops: Option<SendOps>,
+    /// Huge pages, and one registration per QP (`--mr-per-qp`).
+    pub memory: MemorySpec,
 }
 
 pub struct QpSet {
@@ -50,8 +52,12 @@ pub struct QpSet {
     pub recv_cq: Arc<CompletionQueue>,
     /// Where both CQs' events go (`--events`), else `None`.
     pub channel: Option<Arc<CompletionChannel>>,
+    /// The registration of QP 0 (of every QP unless `per_qp_mrs`).
     pub mr: Arc<MemoryRegion>,
-    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region).
+    /// With `--mr-per-qp`: QP i's own registration of `region` bytes.
+    per_qp_mrs: Vec<Arc<MemoryRegion>>,
+    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region) of `mr`, or
+    /// all of its own registration.
     pub region: usize,
     /// UD only: where QP i sends, once connected.
     pub ahs: Vec<Option<Arc<AddressHandle>>>,
@@ -77,7 +83,24 @@ impl QpSet {
         let ch = channel.as_ref();
         let send_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.sq_depth), ch)?;
         let recv_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.rq_depth), ch)?;
-        let mr = MemoryRegion::new(&port.pd, shape.region * n as usize, shape.access)?;
+        let register = |len: usize| {
+            if shape.memory.hugepages {
+                MemoryRegion::new_huge(&port.pd, len, shape.access)
+            } else {
+                MemoryRegion::new(&port.pd, len, shape.access)
+            }
+        };
+        let per_qp_mrs = if shape.memory.mr_per_qp {
+            (0..n)
+                .map(|_| register(shape.region))
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        let mr = match per_qp_mrs.first() {
+            Some(mr) => mr.clone(),
+            None => register(shape.region * n as usize)?,
+        };
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..shape.count {
             let mut b = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
@@ -100,6 +123,7 @@ impl QpSet {
             recv_cq,
             channel,
             mr,
+            per_qp_mrs,
             region: shape.region,
             lid: port.lid,
             gid: port.gid,
@@ -125,8 +149,8 @@ impl QpSet {
                     qp.endpoint(self.lid, self.gid, self.psns[i])
                 };
                 Endpoint {
-                    addr: self.mr.addr() + self.offset(i) as u64,
-                    rkey: self.mr.rkey(),
+                    addr: self.mr_of(i).addr() + self.offset(i) as u64,
+                    rkey: self.mr_of(i).rkey(),
                     len: self.region as u64,
                     ..e
                 }
@@ -170,9 +194,18 @@ impl QpSet {
         Ok(AddressHandle::new(&self.pd, &self.config, remote)?)
     }
 
-    /// Where QP `q`'s region starts in the buffer.
+    /// Where QP `q`'s region starts in its registration ([`QpSet::mr_of`]).
     pub fn offset(&self, q: usize) -> usize {
-        q * self.region
+        if self.per_qp_mrs.is_empty() {
+            q * self.region
+        } else {
+            0
+        }
+    }
+
+    /// The registration QP `q`'s region lies in.
+    pub fn mr_of(&self, q: usize) -> &Arc<MemoryRegion> {
+        self.per_qp_mrs.get(q).unwrap_or(&self.mr)
     }
 }
 

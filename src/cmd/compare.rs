@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -74,6 +74,25 @@ fn path_key(
         if let Some(v) = v {
             key.push_str(&format!(" {name} {v}"));
         }
+    }
+    key
+}
+
+/// The memory layout as requested, only what differs from the default (an
+/// older file ran with it): " hugepages mr_per_qp region 4096 offsets random".
+fn memory_key(hugepages: bool, mr_per_qp: bool, region: Option<u64>, offsets: &str) -> String {
+    let mut key = String::new();
+    if hugepages {
+        key.push_str(" hugepages");
+    }
+    if mr_per_qp {
+        key.push_str(" mr_per_qp");
+    }
+    if let Some(r) = region {
+        key.push_str(&format!(" region {r}"));
+    }
+    if offsets != "fixed" {
+        key.push_str(&format!(" offsets {offsets}"));
     }
     key
 }
@@ -151,7 +170,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
                 posting_key(l.events, l.post_api),
-                path_key(l.tclass, l.sl, l.flow_label, l.mtu),
+                path_key(l.tclass, l.sl, l.flow_label, l.mtu)
+                    + &memory_key(l.hugepages, l.mr_per_qp, l.region, &l.offsets),
                 cm_key(&l.connection),
                 l.size
             ) + &load_key(l)
@@ -174,7 +194,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 },
                 sge(t.sge),
                 posting_key(t.events, t.post_api),
-                path_key(t.tclass, t.sl, t.flow_label, t.mtu),
+                path_key(t.tclass, t.sl, t.flow_label, t.mtu)
+                    + &memory_key(t.hugepages, t.mr_per_qp, t.region, &t.offsets),
                 cm_key(&t.connection),
                 t.size,
                 t.signal_period,
@@ -531,6 +552,10 @@ mod tests {
                     sl: None,
                     flow_label: None,
                     mtu: None,
+                    hugepages: false,
+                    mr_per_qp: false,
+                    region: None,
+                    offsets: "fixed".into(),
                     connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
@@ -580,6 +605,30 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn the_memory_layout_joins_the_key_only_when_not_the_default() {
+        let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        if let Record::Latency(l) = &mut r {
+            l.hugepages = true;
+            l.region = Some(4096);
+            l.offsets = "random".into();
+        }
+        let new = point_key(&r).0;
+        assert!(
+            new.contains(" hugepages region 4096 offsets random "),
+            "{new}"
+        );
+        // A file written before these options reads as the default layout.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        for k in ["hugepages", "mr_per_qp", "region", "offsets"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
     }
 
     #[test]

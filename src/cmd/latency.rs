@@ -57,6 +57,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         events: a.events,
         post_api: a.post_api,
         live: super::setup::live_from_args(a)?,
+        memory: super::setup::memory_from_args(a)?,
     };
     spec.validate()?;
     Ok(spec)
@@ -87,6 +88,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        hugepages: spec.memory.hugepages,
+        mr_per_qp: spec.memory.mr_per_qp,
+        region: spec.memory.region,
+        offsets: spec.memory.offsets.name().into(),
         connection: spec.path.connection.name().to_string(),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),

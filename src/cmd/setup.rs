@@ -41,6 +41,26 @@ pub fn path_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::PathSpec>
     })
 }
 
+/// `--hugepages`, `--mr-per-qp`, `--region` and `--offsets`; `--hugepages`
+/// is refused here when the kernel has no huge pages reserved.
+pub fn memory_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::MemorySpec> {
+    if a.hugepages {
+        crate::spec::check_hugepages(crate::sys::reserved_huge_pages(), crate::sys::NR_HUGEPAGES)?;
+    }
+    let memory = crate::spec::MemorySpec {
+        hugepages: a.hugepages,
+        mr_per_qp: a.mr_per_qp,
+        region: a
+            .region
+            .as_deref()
+            .map(crate::spec::parse_region)
+            .transpose()?,
+        offsets: a.offsets,
+    };
+    memory.validate()?;
+    Ok(memory)
+}
+
 /// Parses `rc`, `uc`, `ud` or a comma list of them.
 pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
     let mut out = Vec::new();

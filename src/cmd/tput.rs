@@ -151,6 +151,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         events: a.events,
         post_api: a.post_api,
         live: super::setup::live_from_args(a)?,
+        memory: super::setup::memory_from_args(a)?,
         rate: rate_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
@@ -194,6 +195,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        hugepages: spec.memory.hugepages,
+        mr_per_qp: spec.memory.mr_per_qp,
+        region: spec.memory.region,
+        offsets: spec.memory.offsets.name().into(),
         connection: spec.path.connection.name().to_string(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {

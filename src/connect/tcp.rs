@@ -198,6 +198,7 @@ mod tests {
                 events: true,
                 post_api: crate::spec::PostApi::Ex,
                 live: Default::default(),
+                memory: Default::default(),
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

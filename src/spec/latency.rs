@@ -40,6 +40,9 @@ pub struct LatencySpec {
     /// `--interval`, `--forever`.
     #[serde(default)]
     pub live: LiveSpec,
+    /// Huge pages (the other layouts are throughput options).
+    #[serde(default)]
+    pub memory: MemorySpec,
 }
 
 impl LatencySpec {
@@ -111,6 +114,7 @@ impl LatencySpec {
         if self.events {
             check_latency_events(self.verb, self.mode)?;
         }
+        self.memory.validate_latency()?;
         check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
         if let Some(d) = self.duration_s {
             check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
@@ -181,6 +185,7 @@ mod tests {
             post_api: PostApi::Classic,
             path: PathSpec::default(),
             live: Default::default(),
+            memory: MemorySpec::default(),
         }
     }
 

@@ -151,6 +151,9 @@ pub struct TputSpec {
     /// `--interval`, `--forever`.
     #[serde(default)]
     pub live: LiveSpec,
+    /// Huge pages, registrations per QP, the remote region and its offsets.
+    #[serde(default)]
+    pub memory: MemorySpec,
     /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
     #[serde(default)]
     pub rate: Option<RateLimit>,
@@ -250,6 +253,8 @@ impl TputSpec {
         if self.events {
             check_tput_events(self.direction)?;
         }
+        self.memory
+            .validate_tput(self.verb, self.direction, self.max_size())?;
         Ok(())
     }
 
@@ -431,6 +436,7 @@ mod tput_tests {
             post_api: PostApi::Classic,
             path: PathSpec::default(),
             live: Default::default(),
+            memory: MemorySpec::default(),
             rate: None,
         }
     }

@@ -301,6 +301,12 @@ impl SendList {
         self.wrs[i].wr_id = id;
     }
 
+    /// Points a WRITE or READ WR at another remote address (same rkey).
+    #[inline(always)]
+    pub fn set_remote_addr(&mut self, i: usize, addr: u64) {
+        self.wrs[i].wr.rdma.remote_addr = addr;
+    }
+
     /// Sets the compare and swap operands of a CAS WR.
     #[inline(always)]
     pub fn set_compare_swap(&mut self, i: usize, compare: u64, swap: u64) {

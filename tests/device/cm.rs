@@ -194,6 +194,7 @@ fn cm_hello() -> Message {
                 connection: Connection::Cm,
                 ..PathSpec::default()
             },
+            memory: Default::default(),
         }),
         endpoint: Some(Endpoint {
             qpn: 17,

@@ -78,6 +78,7 @@ impl UnconnectedSide {
                 path: spec.path,
                 events: spec.events,
                 ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
+                memory: spec.memory,
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

@@ -69,6 +69,7 @@ impl EchoClientSet {
                 path: spec.path,
                 events: false,
                 ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
+                memory: spec.memory,
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -86,6 +87,7 @@ impl EchoClientSet {
                     path: spec.path,
                     events: false,
                     ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
+                    memory: spec.memory,
                 },
             )?)
         } else {

@@ -84,6 +84,7 @@ impl EchoServerSet {
                     path: spec.path,
                     events: false,
                     ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
+                    memory: spec.memory,
                 },
             )
         };
@@ -102,6 +103,7 @@ impl EchoServerSet {
                     path: spec.path,
                     events: false,
                     ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
+                    memory: spec.memory,
                 },
             )
         };

@@ -123,6 +123,7 @@ impl<E: EchoPart> PointSide<E> {
                     path: spec.path,
                     events: spec.events,
                     ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
+                    memory: spec.memory,
                 };
                 let sets = (0..p.threads)
                     .map(|_| IssuerSet::new(port, &shape))

@@ -11,8 +11,10 @@ use crate::verbs::{Access, Endpoint, RecvList};
 use super::super::ops::{test_fault, Fault};
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
+use super::super::slots::slot_stride;
 use super::super::wait::IdleWatch;
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
+use super::issuer::PAYLOAD;
 
 pub struct TargetSet {
     pub set: QpSet,
@@ -38,13 +40,15 @@ impl TargetSet {
                 region: if sends {
                     slot * RECV_BATCH as usize
                 } else {
-                    slot
+                    // --region: the issuer QP's WRs target slots of this many bytes.
+                    spec.memory.region.map_or(slot, |r| r as usize).max(slot)
                 },
                 access,
                 path: spec.path,
                 // A target posts no sends; the issuer sleeps on events.
                 events: false,
                 ex_ops: None,
+                memory: spec.memory,
             },
         )?;
         Ok(TargetSet {
@@ -62,7 +66,7 @@ impl TargetSet {
             // Test hook: every word starts at 1<<63 (its top byte 0x80), which
             // no fetch-add count or CAS chain from 0 reaches.
             for q in 0..self.set.qps.len() {
-                self.set.mr.fill(self.set.offset(q) + 7, 1, 0x80);
+                self.set.mr_of(q).fill(self.set.offset(q) + 7, 1, 0x80);
             }
         }
         if self.sink.is_some() {
@@ -71,7 +75,13 @@ impl TargetSet {
             let lists = (0..set.qps.len())
                 .map(|q| {
                     let first = WrId::pack(q, 0);
-                    RecvList::new(&set.mr, set.offset(q), slot, RECV_BATCH as usize, first)
+                    RecvList::new(
+                        set.mr_of(q),
+                        set.offset(q),
+                        slot,
+                        RECV_BATCH as usize,
+                        first,
+                    )
                 })
                 .collect();
             let mut ring = RecvRing::new(lists);
@@ -90,7 +100,22 @@ impl TargetSet {
             return Vec::new();
         }
         (0..self.set.qps.len())
-            .map(|q| self.set.mr.read_u64(self.set.offset(q)))
+            .map(|q| self.set.mr_of(q).read_u64(self.set.offset(q)))
+            .collect()
+    }
+
+    /// Per QP, how many slots of its region start with the issuer's WRITE
+    /// payload byte: a witness of `--offsets` read from memory, independent
+    /// of the issuer's address sequence (test hook, after the point).
+    pub fn written_slots(&self, size: u32) -> Vec<usize> {
+        let stride = slot_stride(size) as usize;
+        (0..self.set.qps.len())
+            .map(|q| {
+                let (mr, at) = (self.set.mr_of(q), self.set.offset(q));
+                (0..self.set.region / stride)
+                    .filter(|k| mr.read_u8(at + k * stride) == PAYLOAD)
+                    .count()
+            })
             .collect()
     }
 }
@@ -115,6 +140,14 @@ pub fn run_target(
             Message::Stop { index: i, report } if *i == index => Some(std::mem::take(report)),
             _ => None,
         })?;
+        if spec.verb == VerbKind::Write && test_hook_slots() {
+            let size = spec.points.get(index as usize).map_or(1, |p| p.size);
+            eprintln!(
+                "test hook: WRITE slots written per target QP: {:?} of {}",
+                s.written_slots(size),
+                s.set.region / slot_stride(size) as usize
+            );
+        }
         return Ok((Vec::new(), report));
     };
     let set = &mut s.set;
@@ -147,6 +180,12 @@ pub fn run_target(
             }
         }
     }
+}
+
+/// `RDMA_BENCH_TEST_SLOTS=1`: the target prints which of its slots WRITEs
+/// reached after each point (the device tests' witness of `--offsets`).
+fn test_hook_slots() -> bool {
+    std::env::var_os("RDMA_BENCH_TEST_SLOTS").is_some()
 }
 
 /// Asks the control channel, without really waiting, whether the driver has

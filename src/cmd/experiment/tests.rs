@@ -228,6 +228,32 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
 }
 
 #[test]
+fn memory_layout_keys_reach_the_throughput_spec() {
+    let text = "name = \"m\"\n[defaults]\nregion = \"1m\"\noffsets = \"random\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nmr_per_qp = true\n[[series]]\nlabel = \"B\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"outbound\"\nregion = 4096\noffsets = \"sequential\"\n";
+    let e = parse("m.toml", text).unwrap();
+    let memory = |i: usize| match &e.series[i].plan {
+        Plan::Tput(s, _) => s.memory,
+        _ => panic!("series {i} is a throughput series"),
+    };
+    assert_eq!(
+        memory(0),
+        crate::spec::MemorySpec {
+            hugepages: false,
+            mr_per_qp: true,
+            region: Some(1 << 20),
+            offsets: crate::spec::Offsets::Random,
+        }
+    );
+    assert_eq!(memory(1).region, Some(4096));
+    assert_eq!(memory(1).offsets, crate::spec::Offsets::Sequential);
+    assert!(!memory(1).mr_per_qp);
+    refused(
+        "name = \"m\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\noffsets = \"zigzag\"\n",
+        &["x.toml:6", "key 'offsets'"],
+    );
+}
+
+#[test]
 fn cm_key_reaches_latency_and_throughput_specs() {
     let text = "name = \"c\"\n[defaults]\ncm = true\n[[series]]\nlabel = \"L\"\nverb = \"write\"\n[[series]]\nlabel = \"T\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n[[series]]\nlabel = \"G\"\nverb = \"write\"\ncm = false\n";
     let e = parse("c.toml", text).unwrap();
