@@ -19,7 +19,7 @@ pub struct PeerInfo {
 }
 
 /// Figures of one issuing thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct ThreadFigure {
     pub thread: u32,
     pub ops: u64,
@@ -28,7 +28,7 @@ pub struct ThreadFigure {
 }
 
 /// One client's figure in a group run (several clients started together).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct ClientFigure {
     pub client: String,
     pub ops: u64,

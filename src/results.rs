@@ -3,6 +3,7 @@
 //! The schema is documented in README.md; bump `SCHEMA_VERSION` on any change
 //! that is not a pure addition.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
@@ -70,8 +71,9 @@ pub fn load(path: &std::path::Path) -> crate::error::Result<ResultsDoc> {
     serde_json::from_str(&text).map_err(not_ours)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct ResultsDoc {
+    #[schemars(schema_with = "readable_schema_versions")]
     pub schema_version: u32,
     pub tool: String,
     pub tool_version: String,
@@ -79,6 +81,7 @@ pub struct ResultsDoc {
     pub started_utc: String,
     /// Who the other side was (schema 1 held only the mode or address).
     #[serde(deserialize_with = "peer_v1_or_v2")]
+    #[schemars(schema_with = "peer_schema")]
     pub peer: PeerDoc,
     /// The experiment file's name, for `rdma-bench run`.
     #[serde(default)]
@@ -88,6 +91,7 @@ pub struct ResultsDoc {
     pub environment: Option<String>,
     /// The timestamp clock (schema 1 recorded a sentence; it still loads).
     #[serde(deserialize_with = "clock_info_or_sentence")]
+    #[schemars(schema_with = "clock_schema")]
     pub clock: ClockInfo,
     /// Where this process's measuring threads were pinned, and why there
     /// (`--cpu`, the device's NUMA node, or any CPU).
@@ -102,7 +106,7 @@ pub struct ResultsDoc {
 }
 
 /// The other side of a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct PeerDoc {
     /// `loopback` (both sides in this process, one device), `tcp` (an
     /// `rdma-bench serve`) or `mpi` (rank 0 of an MPI launch).
@@ -170,8 +174,46 @@ fn clock_info_or_sentence<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cloc
     })
 }
 
+/// `schema_version` in the JSON Schema: one of the versions this build reads.
+fn readable_schema_versions(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The results schema version; this schema covers every version rdma-bench still reads.",
+        "type": "integer",
+        "enum": READABLE_SCHEMAS,
+    })
+}
+
+/// `peer` in the JSON Schema: an object (schema 2) or schema 1's string.
+fn peer_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [
+            g.subschema_for::<PeerDoc>(),
+            {"type": "string", "description": "Schema 1: \"loopback\", the serve address, or the MPI line."},
+        ]
+    })
+}
+
+/// `clock` in the JSON Schema: an object (schema 2) or schema 1's sentence.
+fn clock_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [
+            g.subschema_for::<ClockInfo>(),
+            {"type": "string", "description": "Schema 1: a sentence such as \"TSC, 2.100 GHz (calibrated against CLOCK_MONOTONIC)\"."},
+        ]
+    })
+}
+
+/// The JSON Schema of a results file, generated from these types (what
+/// `rdma-bench schema` prints and `schema/results.schema.json` holds).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ResultsDoc);
+    let mut text = serde_json::to_string_pretty(&schema).expect("schemas serialise");
+    text.push('\n');
+    text
+}
+
 /// One measured point of either kind.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Record {
     Latency(LatencyRecord),
@@ -214,7 +256,7 @@ impl ResultsDoc {
 /// One throughput point. Ops are the WRs posted inside the measured window
 /// (warm-up excluded), over a window of the requested length; an --iters
 /// run counts every WR, timed until the last has completed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct TputRecord {
     /// The experiment series this point belongs to (`rdma-bench run`).
     #[serde(default)]
@@ -301,14 +343,14 @@ pub struct TputRecord {
     pub device_counters: Option<CounterDeltas>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct HostInfo {
     pub hostname: String,
     pub cpu_model: String,
     pub kernel: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct DeviceInfo {
     pub name: String,
     pub vendor_id: u32,
@@ -330,7 +372,7 @@ pub struct DeviceInfo {
 }
 
 /// One latency point. Field names carry units; `metric` says what was timed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct LatencyRecord {
     /// The experiment series this point belongs to (`rdma-bench run`).
     #[serde(default)]

@@ -20,7 +20,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         return super::mpi::run(verb, args);
     }
     let plan = Plan::from_args(verb, args)?;
-    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
+    let sink = ResultsSink::new(args.json.clone(), args.csv.clone())
+        .with_markdown("--markdown", args.markdown.clone());
     sink.check_writable()?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let clock = Clock::calibrate(Duration::from_millis(10))?;
@@ -31,6 +32,9 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let console = Console::new(args.quiet, plan.points() as u64);
     if let Some(w) = warning {
         console.note(&format!("warning: {w}"));
+    }
+    for n in super::perftest::notes(args) {
+        console.note(n);
     }
     plan.announce(&console, port.ctx.name());
     // The files exist (and parse) from the start, whatever happens next.

@@ -31,9 +31,35 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Reads a JSON file; an rdma-bench results document (`"tool": "rdma-bench"`)
+/// must also validate against the committed schema, so every test that
+/// reads results checks the schema for free.
 pub fn read_json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    if value.get("tool").and_then(|t| t.as_str()) == Some("rdma-bench") {
+        validate_results(&[path]);
+    }
+    value
+}
+
+/// Validates results files against schema/results.schema.json with
+/// python3's jsonschema (`scripts/validate-results`); a failure names the
+/// file, the JSON path and the rule broken.
+pub fn validate_results(paths: &[&Path]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/validate-results");
+    let out = Command::new("python3")
+        .arg(&script)
+        .args(paths)
+        .output()
+        .unwrap_or_else(|e| panic!("python3 {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "results do not validate against schema/results.schema.json (python3 needs jsonschema: scripts/install-deps):\n{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// Runs the binary with a deadline, so a hang fails the test instead of
