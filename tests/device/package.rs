@@ -1,8 +1,8 @@
 //! The .deb that `scripts/package` builds (scripts/test runs it before the
 //! device tests): extracted into a scratch directory (the guest's root is
 //! read-only), its binary lists the device and measures a latency point, its
-//! man page renders, its completion script sources, and its schema validator
-//! accepts what the installed binary wrote.
+//! man page renders and its completion script sources. What it wrote is
+//! validated against the schema like every results file a test reads.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -136,14 +136,6 @@ fn installed_package_measures_a_point_and_renders_its_man_page() {
         .find(|l| l.starts_with("| - | write | half_rtt | rc | 64 |"))
         .unwrap_or_else(|| panic!("no row for the point:\n{table}"));
     eprintln!("MEASURED (installed copy): {row}");
-
-    // The installed validator (python3-jsonschema) accepts what it wrote.
-    let v = Command::new("python3")
-        .arg(root.join("usr/share/rdma-bench/scripts/validate-results"))
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(v.status.success(), "{}", text(&v).1);
 
     // man -l renders the packaged (gzipped) page.
     let man = Command::new("man")
