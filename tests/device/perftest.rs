@@ -1,6 +1,6 @@
 //! perftest's spellings on a device: -Q is -S (the CQEs polled say so), -t
 //! and -l set the window and postlist, -I inlines only payloads up to SIZE,
-//! -a runs 2 B to 8 MiB, -F and --report_gbits are accepted and say so
+//! -a runs 2 B to 8 MiB (UD: up to the MTU), -F and --report_gbits are accepted and say so
 //! once; --markdown writes one row per point.
 
 use super::common::{run, scratch, text};
@@ -48,6 +48,16 @@ fn perftest_spellings_measure_what_they_name() {
     let (doc, _) = latency("perftest-a", &["read", "-a", "-n", "3", "--warmup", "1"]);
     let sizes: Vec<u32> = doc.latency().map(|r| r.size).collect();
     assert_eq!(sizes, (1..=23).map(|i| 1u32 << i).collect::<Vec<_>>());
+    // -a over UD stops at the UD MTU, as perftest's does.
+    let (doc, _) = latency(
+        "perftest-a-ud",
+        &["send", "-c", "ud", "-a", "-n", "3", "--warmup", "1"],
+    );
+    let mtu = doc.device.active_mtu;
+    let sizes: Vec<u32> = doc.latency().map(|r| r.size).collect();
+    let expected: Vec<u32> = (1..=23).map(|i| 1u32 << i).filter(|&s| s <= mtu).collect();
+    assert!(expected.len() >= 8, "active MTU {mtu}");
+    assert_eq!(sizes, expected, "UD sizes up to the MTU {mtu}");
 
     // -F and --report_gbits: accepted, said once above the table; --markdown
     // holds one row per point, in Gb/s.
