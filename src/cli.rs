@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::spec::{AtomicOp, EchoVerb, VerbKind};
+use crate::spec::{AtomicOp, EchoVerb, PostApi, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -152,9 +152,14 @@ pub struct ServeArgs {
     /// Seconds a client may stay silent during the handshake.
     #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
+    /// Port of the rdma_cm listener a `--cm` client's session opens (default:
+    /// an ephemeral port, announced over the control channel).
+    #[arg(long, value_name = "PORT", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub cm_port: Option<u16>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct TestArgs {
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
     #[arg(long, value_name = "HOST[:PORT]")]
@@ -214,6 +219,14 @@ pub struct TestArgs {
         allow_negative_numbers = true
     )]
     pub sge: u32,
+    /// Sleep on a completion channel instead of busy polling (latency then
+    /// includes the wake-up); latency only: send ping-pong, --completion,
+    /// read, atomic.
+    #[arg(short = 'e', long)]
+    pub events: bool,
+    /// Post with ibv_post_send (classic) or ibv_wr_* on an extended QP (ex).
+    #[arg(long, value_enum, value_name = "API", default_value_t = PostApi::Classic)]
+    pub post_api: PostApi,
     /// Atomic operation.
     #[arg(long, value_enum)]
     pub op: Option<AtomicOp>,
@@ -299,6 +312,24 @@ pub struct TestArgs {
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub mtu: Option<i64>,
+    /// Connect the measured QPs with rdma_cm (address and route resolution,
+    /// connect/accept) instead of exchanging GIDs and QP numbers; RC only.
+    #[arg(short = 'R', long)]
+    pub cm: bool,
+    /// Throughput: offered rate of this process's issuers in Mops, split evenly
+    /// over their threads and QPs (a token bucket per QP).
+    #[arg(long, value_name = "MOPS", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// With --rate (or --under-load): the rate is per QP, not per process.
+    #[arg(long)]
+    pub rate_per_qp: bool,
+    /// With --rate (or --under-load): WRs added to a QP's bucket per refill (default: --postlist).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub burst: Option<u32>,
+    /// Latency under background load: offered loads in Mops, percentages of
+    /// the saturated rate (measured first) or max, e.g. 10%,50%,90%,max.
+    #[arg(long, value_name = "LOADS", allow_hyphen_values = true)]
+    pub under_load: Option<String>,
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
@@ -380,6 +411,8 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
     use VerbKind::*;
     let write_or_send = matches!(verb, Write | Send);
     match id {
+        "rate" if !tput => Some("with --tput (--under-load sets its own rates)"),
+        "rate_per_qp" | "burst" if !tput => Some("with --tput or --under-load"),
         "signal_period" | "qps" | "postlist" | "window" | "threads" | "warmup_time" | "group"
         | "report_gbits"
             if !tput =>
@@ -397,7 +430,25 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         }
         "all" if verb == Atomic => Some("to read, write, send and echo (atomics are 8 bytes)"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
+        "events" if tput || verb == Echo => {
+            Some("to latency runs of write --completion, send, read and atomic")
+        }
         _ => None,
+    }
+}
+
+/// Why an option does not apply to an `--under-load` run, where the probe
+/// takes the latency options and the background the throughput ones.
+pub fn inapplicable_under_load(id: &str, verb: VerbKind) -> Option<&'static str> {
+    match id {
+        "tput" => Some("the background is its own throughput run (drop --tput)"),
+        "rate" | "rate_per_qp" => Some("the loads give the background process's rates"),
+        "connect" => Some("it runs in loopback only, probe and background on one device"),
+        "group" | "req" | "resp" => Some("the background is one inbound issuer"),
+        _ if inapplicable(id, verb, false).is_none() || inapplicable(id, verb, true).is_none() => {
+            None
+        }
+        _ => Some("to neither the probe nor the background"),
     }
 }
 

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::clock::ClockInfo;
 use crate::error::{Error, Result};
 use crate::results::{LatencyRecord, Record, TputRecord};
-use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
+use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, PostApi, TputSpec, VerbKind};
 
 /// What the numbers mean, printed above the table and stored in results.
 pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
@@ -30,15 +30,31 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
         ),
     };
     format!(
-        "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped",
+        "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped{}",
         match (spec.verb, spec.inline) {
             (VerbKind::Echo, _) => "inline whenever the payload fits the QP's max_inline",
             (_, true) => "inline",
             (_, false) => "not inline",
         },
         spec.transport.name().to_uppercase(),
-        spec.warmup
+        spec.warmup,
+        posting_note(spec.events, spec.post_api, true)
     )
+}
+
+/// `--events` and `--post-api ex`, said where they change what is measured.
+fn posting_note(events: bool, api: PostApi, latency: bool) -> String {
+    let mut note = String::new();
+    if events {
+        // Throughput refuses --events (spec::check_tput_events).
+        if latency {
+            note.push_str("; --events: each wait polls the CQ once, then arms it and sleeps on a completion channel, so a sample includes the wake-up whenever its completion was not already there (event_wakeups counts the sleeps)");
+        }
+    }
+    if api == PostApi::Ex {
+        note.push_str("; posted with ibv_wr_* on extended QPs (--post-api ex)");
+    }
+    note
 }
 
 /// What a throughput table's numbers are.
@@ -73,7 +89,10 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
             spec.duration_s, spec.warmup_s
         ),
     };
-    format!("{how}; {window}; on {device}")
+    format!(
+        "{how}; {window}; on {device}{}",
+        posting_note(spec.events, spec.post_api, false)
+    )
 }
 
 /// What a stdout write error says (`Error::Io`'s `what`).

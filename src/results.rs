@@ -272,6 +272,18 @@ pub struct TputRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+    /// Always absent: throughput refuses `--events` (kept for symmetry with
+    /// latency records, whose CSV columns match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
@@ -285,6 +297,10 @@ pub struct TputRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -341,6 +357,41 @@ pub struct TputRecord {
     /// where the device has none.
     #[serde(default)]
     pub device_counters: Option<CounterDeltas>,
+    /// `--rate`: the Mops the issuing process was offered in all (its QPs'
+    /// token buckets together); absent when unlimited. `mops` is what it achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
+    /// `--rate-per-qp`: the rate was asked per QP (absent: per process).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_per_qp: bool,
+    /// `--burst`: WRs per token refill; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+}
+
+/// The background load of a latency-under-load point (`--under-load`):
+/// inbound issuers of the same verb (echo: WRITE) on their own QPs and
+/// threads, on the probe's device, whose window spans the probe's run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct BackgroundLoad {
+    pub verb: String,
+    pub direction: String,
+    pub size: u32,
+    pub qps: u32,
+    pub threads: u32,
+    pub window: u32,
+    pub postlist: u32,
+    pub signal_period: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    /// WRs the background posted in its window, and the window's length.
+    pub ops: u64,
+    pub elapsed_s: f64,
+    pub per_qp_ops: Vec<u64>,
+    /// The device's counters over the background's window (both sides'
+    /// packets, the probe's included).
+    #[serde(default)]
+    pub device_counters: Option<CounterDeltas>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
@@ -389,6 +440,18 @@ pub struct LatencyRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+    /// `--events`: completion-channel wake-ups of the client over the
+    /// measured iterations (a witness that it slept); absent without events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
     /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
     /// where not given (traffic class, SL and flow label 0, the active MTU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -399,6 +462,10 @@ pub struct LatencyRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -428,6 +495,22 @@ pub struct LatencyRecord {
     /// The raw distribution of `metric`: [value_ns, count] per non-empty
     /// HdrHistogram bucket, to recompute percentiles or draw a CDF.
     pub histogram: Vec<(f64, u64)>,
+    /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
+    /// what `compare` matches on; absent in an unloaded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    /// Under load: the Mops the background was offered (absent at `max`)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
+    /// ...and achieved over its window, which spans the probe's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_mops: Option<f64>,
+    /// Under load: the background's unlimited rate, measured first (when a
+    /// load is a percentage of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturated_mops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundLoad>,
 }
 
 /// CSV columns of throughput records, in their stable order (lists stay JSON-only).
@@ -441,12 +524,16 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "events",
+    "post_api",
+    "event_wakeups",
     "req",
     "resp",
     "tclass",
     "sl",
     "flow_label",
     "mtu",
+    "connection",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -470,6 +557,9 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "group_clients",
     "aggregate_mops",
     "verify_failures",
+    "offered_mops",
+    "rate_per_qp",
+    "burst",
 ];
 
 /// CSV columns of latency records, in their stable order (`histogram` stays JSON-only).
@@ -483,10 +573,14 @@ pub const CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "events",
+    "post_api",
+    "event_wakeups",
     "tclass",
     "sl",
     "flow_label",
     "mtu",
+    "connection",
     "iters",
     "warmup_dropped",
     "elapsed_s",
@@ -506,6 +600,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sent",
     "server_received",
     "verify_failures",
+    "load",
+    "offered_mops",
+    "achieved_mops",
+    "saturated_mops",
 ];
 
 impl HostInfo {

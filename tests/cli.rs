@@ -24,6 +24,17 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--sge 3 --size 2",
         ),
         (&["echo", "--sge", "2"], "--sge"),
+        (&["write", "--events"], "--events: a write ping-pong"),
+        (&["write", "-e"], "--events: a write ping-pong"),
+        (&["echo", "--events"], "--events"),
+        (&["echo", "--tput", "-e"], "--events"),
+        (&["write", "--tput", "inbound", "-e"], "--events"),
+        (&["write", "--post-api", "fast"], "--post-api"),
+        (
+            &["write", "--post-api", "ex", "--inline", "--sge", "2"],
+            "--post-api ex --inline --sge 2",
+        ),
+        (&["write", "--post-api"], "--post-api"),
         (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
         (
             &["write", "-s", "0"],
@@ -91,6 +102,22 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             &["write", "--tput", "inbound", "--sl", "99"],
             "--sl 99: must be 0..=15",
         ),
+        // --cm: rdma_cm connects RC QP pairs only, before any device is opened.
+        (
+            &["write", "--cm", "-c", "uc"],
+            "--cm -c uc: librdmacm has no UC",
+        ),
+        (
+            &["send", "-R", "-c", "ud"],
+            "--cm -c ud: rdma-bench connects only RC",
+        ),
+        (
+            &["write", "--tput", "inbound", "--cm", "-c", "rc,uc"],
+            "--cm -c uc: librdmacm has no UC",
+        ),
+        (&["echo", "--tput", "--cm"], "--cm: echo throughput"),
+        (&["serve", "--cm-port", "0"], "--cm-port"),
+        (&["serve", "--cm-port", "70000"], "--cm-port"),
         // Throughput validation, before any device is opened.
         (&["write", "--tput", "sideways"], "--tput sideways"),
         (&["write", "--tput"], "--tput"),
@@ -1210,4 +1237,97 @@ fn markdown_targets_are_checked_before_any_work() {
         &["write", "--markdown", dir.to_str().unwrap()],
         &["--markdown"],
     );
+}
+
+#[test]
+fn rate_and_under_load_refuse_nonsense_with_one_line() {
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &str)] = &[
+        (&["write", "--tput", "inbound", "--rate", "0"], "--rate 0"),
+        (&["write", "--tput", "inbound", "--rate", "-1"], "--rate -1"),
+        (
+            &["write", "--tput", "inbound", "--rate", "NaN"],
+            "--rate NaN",
+        ),
+        (&["write", "--tput", "inbound", "--rate", "1e9"], "--rate"),
+        (
+            &["write", "--tput", "inbound", "--rate", "1", "--burst", "0"],
+            "--burst 0",
+        ),
+        (
+            &[
+                "write", "--tput", "inbound", "--rate", "1", "--burst", "129",
+            ],
+            "--burst 129: above --window 128",
+        ),
+        (
+            &[
+                "write",
+                "--tput",
+                "inbound",
+                "--rate",
+                "0.0000001",
+                "-D",
+                "1",
+            ],
+            "fewer than one refill",
+        ),
+        (
+            &["write", "--tput", "inbound", "--burst", "4"],
+            "--burst: needs --rate",
+        ),
+        (
+            &["write", "--tput", "inbound", "--rate-per-qp"],
+            "--rate-per-qp: needs --rate",
+        ),
+        (&["write", "--rate", "1"], "--rate applies only with --tput"),
+        (
+            &["echo", "--tput", "--rate", "1"],
+            "--rate: echo throughput",
+        ),
+        (&["write", "--under-load", "0%"], "--under-load 0%"),
+        (&["write", "--under-load", "101%"], "--under-load 101%"),
+        (&["write", "--under-load", "10%,10%"], "given twice"),
+        (&["write", "--under-load", "fast"], "--under-load fast"),
+        (&["write", "--under-load", "-1"], "--under-load -1"),
+        (
+            &["write", "--under-load", "10%", "--tput", "inbound"],
+            "--tput does not apply to --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%", "--rate", "1"],
+            "--rate does not apply to --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%", "--connect", "h"],
+            "--connect does not apply to --under-load",
+        ),
+        (&["write", "--under-load", "10%", "-s", "2,4"], "one size"),
+        (&["write", "--under-load", "10%", "-q", "1,2"], "one point"),
+        (
+            &["write", "--under-load", "10%", "--burst", "0"],
+            "--burst 0",
+        ),
+        (
+            &["write", "--under-load", "10%", "--burst", "999"],
+            "--burst 999",
+        ),
+        (&["read", "--under-load", "10%", "--op", "fadd"], "--op"),
+    ];
+    for (args, needle) in cases {
+        let out = run(args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: '{stderr}' lacks '{needle}'"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    }
 }

@@ -8,10 +8,16 @@ mod common;
 // Device tests grouped by topic live in tests/device/<topic>.rs, one line each
 // below; they reach this file's helpers (device(), latency(), ...) as `super::`.
 // (topic modules: keep this list sorted)
+#[path = "device/cm.rs"]
+mod cm;
+#[path = "device/events_post_api.rs"]
+mod events_post_api;
 #[path = "device/package.rs"]
 mod package;
 #[path = "device/perftest.rs"]
 mod perftest;
+#[path = "device/rate_load.rs"]
+mod rate_load;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::verbs::{
-    Access, AddressHandle, CompletionQueue, Endpoint, Gid, MemoryRegion, PortConfig,
-    ProtectionDomain, QueuePair, Transport,
+    Access, AddressHandle, CompletionChannel, CompletionQueue, Endpoint, Gid, MemoryRegion,
+    PortConfig, ProtectionDomain, QueuePair, SendOps, Transport,
 };
 
 use super::port::{Port, MAX_CQE};
-use crate::spec::PathSpec;
+use crate::spec::{Connection, PathSpec};
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -37,12 +37,19 @@ pub struct QpShape {
     pub access: Access,
     /// QoS and MTU of every QP's path.
     pub path: PathSpec,
+    /// Both CQs report to a completion channel (`--events`).
+    pub events: bool,
+    /// `Some`: extended QPs posting through `ibv_wr_*` (`--post-api ex`),
+    /// created with exactly these send operations (the ones this side posts).
+    pub ex_ops: Option<SendOps>,
 }
 
 pub struct QpSet {
     pub qps: Vec<QueuePair>,
     pub send_cq: Arc<CompletionQueue>,
     pub recv_cq: Arc<CompletionQueue>,
+    /// Where both CQs' events go (`--events`), else `None`.
+    pub channel: Option<Arc<CompletionChannel>>,
     pub mr: Arc<MemoryRegion>,
     /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region).
     pub region: usize,
@@ -52,6 +59,8 @@ pub struct QpSet {
     lid: u16,
     gid: Gid,
     config: PortConfig,
+    /// `--cm`: rdma_cm brings the QPs to RTS (`bench::cm`), not `connect`.
+    connection: Connection,
     pd: Arc<ProtectionDomain>,
 }
 
@@ -61,17 +70,25 @@ impl QpSet {
         let n = shape.count.max(1);
         let config = port.config_for(&shape.path);
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
-        let send_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.sq_depth))?;
-        let recv_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.rq_depth))?;
+        let channel = match shape.events {
+            true => Some(CompletionChannel::new(&port.ctx)?),
+            false => None,
+        };
+        let ch = channel.as_ref();
+        let send_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.sq_depth), ch)?;
+        let recv_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.rq_depth), ch)?;
         let mr = MemoryRegion::new(&port.pd, shape.region * n as usize, shape.access)?;
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..shape.count {
-            let qp = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
+            let mut b = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
                 .max_send_wr(shape.sq_depth)
                 .max_recv_wr(shape.rq_depth.max(1))
                 .max_inline(shape.inline)
-                .max_send_sge(shape.sge)
-                .build()?;
+                .max_send_sge(shape.sge);
+            if let Some(ops) = shape.ex_ops {
+                b = b.extended(ops);
+            }
+            let qp = b.build()?;
             qp.to_init(&config, shape.access)?;
             qps.push(qp);
         }
@@ -81,30 +98,50 @@ impl QpSet {
             qps,
             send_cq,
             recv_cq,
+            channel,
             mr,
             region: shape.region,
             lid: port.lid,
             gid: port.gid,
             config,
+            connection: shape.path.connection,
             pd: port.pd.clone(),
         })
     }
 
     /// What the peer needs per QP: the QP, and its region as the RDMA target.
+    /// With `--cm` the GID, LID and PSN stay zero (rdma_cm resolves the path
+    /// and chooses the PSNs); the QP number only names which QP a request
+    /// is for.
     pub fn endpoints(&self) -> Vec<Endpoint> {
+        let cm = self.connection == Connection::Cm;
         self.qps
             .iter()
             .enumerate()
-            .map(|(i, qp)| Endpoint {
-                addr: self.mr.addr() + self.offset(i) as u64,
-                rkey: self.mr.rkey(),
-                len: self.region as u64,
-                ..qp.endpoint(self.lid, self.gid, self.psns[i])
+            .map(|(i, qp)| {
+                let e = if cm {
+                    qp.endpoint(0, Gid::default(), 0)
+                } else {
+                    qp.endpoint(self.lid, self.gid, self.psns[i])
+                };
+                Endpoint {
+                    addr: self.mr.addr() + self.offset(i) as u64,
+                    rkey: self.mr.rkey(),
+                    len: self.region as u64,
+                    ..e
+                }
             })
             .collect()
     }
 
-    /// Brings QP i to RTS towards `remotes[i]` (UD: makes an address handle to it).
+    /// The port settings these QPs connect with (what `bench::cm` applies).
+    pub fn config(&self) -> &PortConfig {
+        &self.config
+    }
+
+    /// Brings QP i to RTS towards `remotes[i]` (UD: makes an address handle
+    /// to it). With `--cm` the QPs were (server) or will be (client) brought
+    /// to RTS by rdma_cm instead; only the remote buffers are taken here.
     pub fn connect(&mut self, remotes: &[Endpoint]) -> Result<()> {
         if remotes.len() != self.qps.len() {
             return Err(Error::Peer {
@@ -117,6 +154,9 @@ impl QpSet {
             });
         }
         for (i, qp) in self.qps.iter().enumerate() {
+            if self.connection == Connection::Cm {
+                continue;
+            }
             qp.to_rts(&self.config, self.psns[i], &remotes[i])?;
             if qp.transport() == Transport::Ud {
                 self.ahs[i] = Some(self.address(&remotes[i])?);

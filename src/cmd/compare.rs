@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --cm";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -78,6 +78,51 @@ fn path_key(
     key
 }
 
+/// `--cm` joins the key; GID-connected points (and older files, which have
+/// no `connection`) add nothing, so they line up as before.
+fn cm_key(connection: &str) -> &'static str {
+    if connection == "cm" {
+        " cm"
+    } else {
+        ""
+    }
+}
+
+/// `--events` and a non-default `--post-api` in the key (absent from a
+/// file written before them: no events, classic), so old files line up.
+fn posting_key(events: bool, api: crate::spec::PostApi) -> String {
+    let mut k = String::new();
+    if events {
+        k.push_str(" events");
+    }
+    if api != crate::spec::PostApi::Classic {
+        k.push_str(" post-api ");
+        k.push_str(api.name());
+    }
+    k
+}
+
+/// The offered load as asked: `--under-load`'s load for latency (" load
+/// 10%"), and for throughput `--rate` as the process's offered Mops with
+/// its burst (" rate 0.05 burst 1"). Absent (older files, unloaded runs):
+/// nothing, so those line up with each other.
+fn load_key(l: &crate::results::LatencyRecord) -> String {
+    l.load
+        .as_ref()
+        .map(|load| format!(" load {load}"))
+        .unwrap_or_default()
+}
+
+fn rate_key(t: &crate::results::TputRecord) -> String {
+    match (t.offered_mops, t.burst) {
+        (Some(m), b) => format!(
+            " rate {m}{}",
+            b.map(|b| format!(" burst {b}")).unwrap_or_default()
+        ),
+        (None, _) => String::new(),
+    }
+}
+
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     let inline = |verb: &str, inline: bool| {
         if inline && verb != "echo" {
@@ -97,7 +142,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -105,15 +150,17 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
+                posting_key(l.events, l.post_api),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
+                cm_key(&l.connection),
                 l.size
-            ),
+            ) + &load_key(l),
             "p50_ns",
             l.stats.p50_ns,
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -125,14 +172,16 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                     _ => String::new(),
                 },
                 sge(t.sge),
+                posting_key(t.events, t.post_api),
                 path_key(t.tclass, t.sl, t.flow_label, t.mtu),
+                cm_key(&t.connection),
                 t.size,
                 t.signal_period,
                 t.threads,
                 t.qps,
                 t.postlist,
                 t.window
-            ),
+            ) + &rate_key(t),
             "mops",
             t.mops,
         ),
@@ -513,10 +562,14 @@ mod tests {
                     imm: false,
                     op: None,
                     sge: 1,
+                    events: false,
+                    post_api: Default::default(),
+                    event_wakeups: None,
                     tclass: None,
                     sl: None,
                     flow_label: None,
                     mtu: None,
+                    connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,
@@ -532,6 +585,11 @@ mod tests {
                     device_counters: None,
                     requested_s: None,
                     histogram: vec![],
+                    load: None,
+                    offered_mops: None,
+                    achieved_mops: None,
+                    saturated_mops: None,
+                    background: None,
                 })
             })
             .collect();
@@ -558,6 +616,29 @@ mod tests {
     }
 
     #[test]
+    fn events_and_post_api_join_the_key_only_when_not_default() {
+        let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        assert!(
+            !old.contains("events") && !old.contains("post-api"),
+            "{old}"
+        );
+        if let Record::Latency(l) = &mut r {
+            l.events = true;
+            l.post_api = crate::spec::PostApi::Ex;
+        }
+        let new = point_key(&r).0;
+        assert!(new.contains(" events post-api ex "), "{new}");
+        // A file written before either existed reads as no events, classic.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        v.as_object_mut().unwrap().remove("events");
+        v.as_object_mut().unwrap().remove("post_api");
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
     fn sge_joins_the_key_only_when_not_one() {
         let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
         let mut r = a.results[0].clone();
@@ -574,6 +655,28 @@ mod tests {
         v.as_object_mut().unwrap().remove("sge");
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn the_load_as_asked_joins_the_key() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let plain = point_key(&d.results[0]).0;
+        let mut a = d.results[0].clone();
+        if let Record::Latency(l) = &mut a {
+            l.load = Some("10%".into());
+            l.offered_mops = Some(0.5);
+            l.achieved_mops = Some(0.49);
+        }
+        let loaded = point_key(&a).0;
+        assert_eq!(loaded, format!("{plain} load 10%"));
+        // The offered Mops of a percentage differ between devices: not in the key.
+        let mut b = a.clone();
+        if let Record::Latency(l) = &mut b {
+            l.offered_mops = Some(2.0);
+        }
+        assert_eq!(point_key(&b).0, loaded);
+        let v = serde_json::to_value(&d.results[0]).unwrap();
+        assert!(v.get("load").is_none(), "absent in an unloaded run: {v}");
     }
 
     #[test]
@@ -667,5 +770,23 @@ mod tests {
         assert_eq!(row(4096).values, vec![Some(9000.0), None], "only in A");
         assert_eq!(row(8192).values, vec![None, Some(5000.0)], "only in B");
         assert_eq!(cmp.rows.len(), 4);
+    }
+
+    #[test]
+    fn cm_joins_the_key_and_older_files_count_as_gid() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let gid = d.results[0].clone();
+        let mut cm = gid.clone();
+        if let Record::Latency(l) = &mut cm {
+            l.connection = "cm".into();
+        }
+        assert!(point_key(&cm).0.contains(" cm "), "{}", point_key(&cm).0);
+        assert_ne!(point_key(&gid).0, point_key(&cm).0);
+        // A record from before --cm has no `connection`: it reads as "gid"
+        // and lines up with a GID-connected point of a newer file.
+        let mut v = serde_json::to_value(&gid).unwrap();
+        v.as_object_mut().unwrap().remove("connection");
+        let old: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&old).0, point_key(&gid).0);
     }
 }

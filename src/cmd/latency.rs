@@ -49,6 +49,8 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         timeout_s: a.timeout,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        events: a.events,
+        post_api: a.post_api,
     };
     spec.validate()?;
     Ok(spec)
@@ -69,6 +71,9 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,
+        events: spec.events,
+        post_api: spec.post_api,
+        event_wakeups: p.client.event_wakeups,
         iters: p.client.measured,
         warmup_dropped: p.client.warmup,
         elapsed_s: p.client.elapsed_ns as f64 / 1e9,
@@ -76,6 +81,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        connection: spec.path.connection.name().to_string(),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),
@@ -86,5 +92,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         requested_s: spec.duration_s,
         histogram: p.samples.buckets(scale),
         series: None,
+        load: None,
+        offered_mops: None,
+        achieved_mops: None,
+        saturated_mops: None,
+        background: None,
     }
 }

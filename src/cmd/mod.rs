@@ -16,6 +16,7 @@ pub mod schema;
 pub mod serve;
 pub mod setup;
 pub mod tput;
+pub mod under_load;
 
 use std::time::Duration;
 

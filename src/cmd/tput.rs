@@ -5,13 +5,27 @@ use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::results::TputRecord;
-use crate::spec::{Direction, TputPoint, TputSpec, VerbKind};
+use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
 use super::setup::parse_transports;
 
 fn list(option: &str, text: &str) -> Result<Vec<u32>> {
     parse_list(text).map_err(|e| Error::usage(format!("{option}: {e}")))
+}
+
+/// `--rate`, `--rate-per-qp` and `--burst` (the last two need the first).
+fn rate_from_args(a: &TestArgs) -> Result<Option<RateLimit>> {
+    match a.rate {
+        Some(mops) => Ok(Some(RateLimit {
+            mops,
+            per_qp: a.rate_per_qp,
+            burst: a.burst,
+        })),
+        None if a.rate_per_qp => Err(Error::usage("--rate-per-qp: needs --rate MOPS")),
+        None if a.burst.is_some() => Err(Error::usage("--burst: needs --rate MOPS")),
+        None => Ok(None),
+    }
 }
 
 /// Builds the spec, refusing bad input (exit 2) before any verbs object exists.
@@ -129,6 +143,9 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         group: a.group,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        events: a.events,
+        post_api: a.post_api,
+        rate: rate_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -162,12 +179,16 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,
+        events: spec.events,
+        post_api: spec.post_api,
+        event_wakeups: None,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         tclass: spec.path.tclass,
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        connection: spec.path.connection.name().to_string(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period
@@ -211,5 +232,8 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures: o.verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
+        offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
+        rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
+        burst: spec.rate.map(|r| r.burst_for(p.postlist)),
     }
 }

@@ -129,6 +129,10 @@ impl Control for TcpChannel {
     fn peer(&self) -> String {
         self.peer.clone()
     }
+
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.stream.peer_addr().ok().map(|a| a.ip())
+    }
 }
 
 impl TcpChannel {
@@ -191,6 +195,8 @@ mod tests {
                 timeout_s: 3.0,
                 sge: 1,
                 path: Default::default(),
+                events: true,
+                post_api: crate::spec::PostApi::Ex,
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

@@ -31,6 +31,12 @@ pub struct LatencySpec {
     /// Traffic class, SL, flow label and MTU of the QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// Sleep on a completion channel instead of busy polling (`--events`).
+    #[serde(default)]
+    pub events: bool,
+    /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
+    #[serde(default)]
+    pub post_api: PostApi,
 }
 
 impl LatencySpec {
@@ -97,12 +103,17 @@ impl LatencySpec {
             check_range("--size", s, 0, MAX_SIZE, "")?;
         }
         check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
+        if self.events {
+            check_latency_events(self.verb, self.mode)?;
+        }
         check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
         if let Some(d) = self.duration_s {
             check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
         }
         check_range("--warmup", self.warmup, 0, MAX_ITERS, "")?;
         check_timeout(self.timeout_s)?;
+        self.path.check_transport(self.transport)?;
         self.path.validate()
     }
 
@@ -162,6 +173,8 @@ mod tests {
             warmup: 10,
             timeout_s: 5.0,
             sge: 1,
+            events: false,
+            post_api: PostApi::Classic,
             path: PathSpec::default(),
         }
     }

@@ -142,6 +142,15 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// The issuer sleeps on a completion channel instead of busy polling (`--events`).
+    #[serde(default)]
+    pub events: bool,
+    /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
+    #[serde(default)]
+    pub post_api: PostApi,
+    /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
+    #[serde(default)]
+    pub rate: Option<RateLimit>,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -209,10 +218,23 @@ impl TputSpec {
         check_timeout(self.timeout_s)?;
         check_range("--group", self.group, 1, MAX_GROUP, "")?;
         self.path.validate()?;
+        if self.path.connection == Connection::Cm && self.direction == Direction::Echo {
+            return Err(Error::usage(
+                "--cm: echo throughput answers through UD QPs and a server QP shared by its clients; --cm connects RC QP pairs only (use write/read/send/atomic --tput, or drop --cm)",
+            ));
+        }
         for p in &self.points {
+            self.path.check_transport(p.transport)?;
             self.validate_point(p)?;
         }
+        if let Some(r) = &self.rate {
+            self.validate_rate(r)?;
+        }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
+        if self.events {
+            check_tput_events(self.direction)?;
+        }
         Ok(())
     }
 
@@ -267,6 +289,25 @@ impl TputSpec {
         check_range("--window", p.window, 1, MAX_WINDOW, "")?;
         if let Some(why) = p.combination_conflict() {
             return Err(Error::usage(why));
+        }
+        Ok(())
+    }
+
+    fn validate_rate(&self, r: &RateLimit) -> Result<()> {
+        r.validate()?;
+        if self.direction == Direction::Echo {
+            return Err(Error::usage(
+                "--rate: echo throughput is not rate-limited (inbound and outbound are)",
+            ));
+        }
+        for p in &self.points {
+            // An --iters run ends when its WRs are done; only its refills must fit.
+            let window_s = if self.iters.is_some() {
+                f64::INFINITY
+            } else {
+                self.duration_s
+            };
+            r.validate_point(p.window, p.postlist, p.total_qps(), window_s)?;
         }
         Ok(())
     }
@@ -371,7 +412,10 @@ mod tput_tests {
             timeout_s: 5.0,
             group: 1,
             sge: 1,
+            events: false,
+            post_api: PostApi::Classic,
             path: PathSpec::default(),
+            rate: None,
         }
     }
 

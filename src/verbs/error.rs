@@ -21,6 +21,23 @@ pub enum Verb {
     PostSend,
     PostRecv,
     PollCq,
+    CmCreateChannel,
+    CmCreateId,
+    CmSetOption,
+    CmBindAddr,
+    CmListen,
+    CmResolveAddr,
+    CmResolveRoute,
+    CmConnect,
+    CmAccept,
+    CmEstablish,
+    CmInitQpAttr,
+    CmGetEvent,
+    CreateCompChannel,
+    ReqNotifyCq,
+    GetCqEvent,
+    CreateQpEx,
+    WrComplete,
 }
 
 impl fmt::Display for Verb {
@@ -40,6 +57,23 @@ impl fmt::Display for Verb {
             Verb::PostSend => "ibv_post_send",
             Verb::PostRecv => "ibv_post_recv",
             Verb::PollCq => "ibv_poll_cq",
+            Verb::CmCreateChannel => "rdma_create_event_channel",
+            Verb::CmCreateId => "rdma_create_id",
+            Verb::CmSetOption => "rdma_set_option",
+            Verb::CmBindAddr => "rdma_bind_addr",
+            Verb::CmListen => "rdma_listen",
+            Verb::CmResolveAddr => "rdma_resolve_addr",
+            Verb::CmResolveRoute => "rdma_resolve_route",
+            Verb::CmConnect => "rdma_connect",
+            Verb::CmAccept => "rdma_accept",
+            Verb::CmEstablish => "rdma_establish",
+            Verb::CmInitQpAttr => "rdma_init_qp_attr",
+            Verb::CmGetEvent => "rdma_get_cm_event",
+            Verb::CreateCompChannel => "ibv_create_comp_channel",
+            Verb::ReqNotifyCq => "ibv_req_notify_cq",
+            Verb::GetCqEvent => "ibv_get_cq_event",
+            Verb::CreateQpEx => "ibv_create_qp_ex",
+            Verb::WrComplete => "ibv_wr_complete",
         };
         f.write_str(name)
     }
@@ -71,6 +105,16 @@ pub enum VerbsError {
         vendor_err: u32,
         wr_id: u64,
     },
+    /// rdma_cm answered a step with the wrong event (a reject, an
+    /// unreachable peer, a disconnect) or with an error status.
+    #[error("{verb} on {object}: rdma_cm answered {event} (status {status}{detail})")]
+    CmEvent {
+        verb: Verb,
+        object: String,
+        event: String,
+        status: i32,
+        detail: String,
+    },
     #[error("{0}")]
     Invalid(String),
 }
@@ -92,6 +136,11 @@ impl VerbsError {
         let hint = match (verb, source.raw_os_error()) {
             (Verb::RegMr, Some(libc::ENOMEM)) | (Verb::RegMr, Some(libc::EPERM)) => {
                 " (the locked-memory limit is too low: raise it with `ulimit -l unlimited`)"
+            }
+            // The shim answers EOPNOTSUPP for every rdma_* call when it could
+            // not dlopen librdmacm.so.1 (or the symbol is missing).
+            (Verb::CmCreateChannel, Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::ENOENT)) => {
+                " (--cm needs librdmacm.so.1 (Debian: librdmacm1) and the rdma_ucm kernel module (/dev/infiniband/rdma_cm))"
             }
             _ => "",
         };

@@ -6,16 +6,21 @@
 
 mod addr;
 mod ah;
+mod channel;
+mod cm;
 mod cq;
 mod device;
 mod error;
 mod mr;
 mod pd;
 mod qp;
+mod qp_ex;
 mod wr;
 
 pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
+pub use channel::CompletionChannel;
+pub use cm::{event as cm_event, event_name as cm_event_name, CmEvent, CmId, EventChannel};
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{
     default_gid_index, device_names, AtomicCap, Context, DeviceAttr, Gid, GidEntry, GidKind,
@@ -25,4 +30,5 @@ pub use error::{Result, Verb, VerbsError};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
+pub use qp_ex::SendOps;
 pub use wr::{sge_split, RecvList, SendList, SendOp};

@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use super::addr::{ah_attr, Endpoint, PortConfig};
 use super::ah::AddressHandle;
+use super::cm::CmId;
 use super::cq::CompletionQueue;
 use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
 use super::mr::{Access, MemoryRegion};
 use super::pd::ProtectionDomain;
+use super::qp_ex::{self, SendOps};
 use super::wr::{Held, RecvList, SendList};
 
 /// Transport service of a QP.
@@ -62,9 +64,18 @@ pub struct QueuePairBuilder<'a> {
     max_recv_wr: u32,
     max_send_sge: u32,
     max_inline: u32,
+    /// `Some`: an extended QP (`ibv_create_qp_ex`) with these send operations.
+    ex_ops: Option<SendOps>,
 }
 
 impl<'a> QueuePairBuilder<'a> {
+    /// Creates an extended QP with exactly `ops` (`--post-api ex`); posting
+    /// then goes through `ibv_wr_*`, and only these operations may be posted.
+    pub fn extended(mut self, ops: SendOps) -> Self {
+        self.ex_ops = Some(ops);
+        self
+    }
+
     pub fn max_send_wr(mut self, n: u32) -> Self {
         self.max_send_wr = n;
         self
@@ -98,6 +109,9 @@ impl<'a> QueuePairBuilder<'a> {
         init.cap.max_send_sge = self.max_send_sge.max(1);
         init.cap.max_recv_sge = 1;
         init.cap.max_inline_data = self.max_inline;
+        if let Some(ops) = self.ex_ops {
+            return self.build_ex(init, ops);
+        }
         // SAFETY: the PD and CQs are alive (we keep Arcs to them in the QP).
         let raw = unsafe { ffi::ibv_create_qp(self.pd.raw(), &mut init) };
         if raw.is_null() {
@@ -125,6 +139,67 @@ impl<'a> QueuePairBuilder<'a> {
                 self.recv_cq.clone(),
             )
         })
+    }
+
+    /// `build` for an extended QP: the same attributes plus the send operations.
+    fn build_ex(self, init: ffi::ibv_qp_init_attr, ops: SendOps) -> Result<QueuePair> {
+        use ffi::ibv_qp_init_attr_mask as m;
+        // SAFETY: all-zero is a valid ibv_qp_init_attr_ex; the fields that
+        // comp_mask names are set below.
+        let mut ex: ffi::ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+        ex.send_cq = init.send_cq;
+        ex.recv_cq = init.recv_cq;
+        ex.qp_type = init.qp_type;
+        ex.sq_sig_all = 0;
+        ex.cap = init.cap;
+        ex.pd = self.pd.raw();
+        ex.comp_mask = m::IBV_QP_INIT_ATTR_PD.0 | m::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
+        ex.send_ops_flags = ops.bits();
+        // SAFETY: the context, PD and CQs are alive (the QP keeps Arcs to the
+        // PD and CQs); `ex` is initialised for every bit of comp_mask.
+        let raw = unsafe { ffi::ibv_create_qp_ex(self.pd.context().raw(), &mut ex) };
+        // SAFETY: `raw` (when not null) is a QP created with send operations.
+        let qpx = if raw.is_null() {
+            std::ptr::null_mut()
+        } else {
+            unsafe { ffi::ibv_qp_to_qp_ex(raw) }
+        };
+        if raw.is_null() || qpx.is_null() {
+            let err = std::io::Error::last_os_error();
+            if !raw.is_null() {
+                // SAFETY: created just above and not wrapped: destroyed once here.
+                unsafe { ffi::ibv_destroy_qp(raw) };
+            }
+            return Err(VerbsError::Call {
+                verb: Verb::CreateQpEx,
+                object: format!(
+                    "{} ({} QP with send ops {}, {} send WRs, inline {}): \
+                     the device refuses the extended post API (--post-api ex); \
+                     use --post-api classic",
+                    self.pd.context().name(),
+                    self.transport,
+                    ops.names(),
+                    self.max_send_wr,
+                    self.max_inline
+                ),
+                source: err,
+                hint: "",
+            });
+        }
+        // SAFETY: as in `build`; ibv_create_qp_ex wrote back the granted caps.
+        let mut qp = unsafe {
+            QueuePair::from_raw(
+                raw,
+                self.transport,
+                &ex.cap,
+                self.pd.clone(),
+                self.send_cq.clone(),
+                self.recv_cq.clone(),
+            )
+        };
+        qp.ex = qpx;
+        qp.ex_ops = ops;
+        Ok(qp)
     }
 }
 
@@ -155,8 +230,15 @@ pub struct QueuePair {
     max_inline: u32,
     max_send_wr: u32,
     max_recv_wr: u32,
+    /// The extended view (`--post-api ex`), or null: `post_send` then uses
+    /// `ibv_wr_*` and may post only the operations in `ex_ops`.
+    ex: *mut ffi::ibv_qp_ex,
+    ex_ops: SendOps,
     /// Released after the QP is destroyed (fields drop after `Drop::drop`).
     keep: KeepAlive,
+    /// The rdma_cm id that connected this QP (`--cm`), destroyed (and so
+    /// disconnected) only after the QP.
+    link: Option<CmId>,
     _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
@@ -211,6 +293,7 @@ impl QueuePair {
             max_recv_wr: 128,
             max_send_sge: 1,
             max_inline: 0,
+            ex_ops: None,
         }
     }
 
@@ -236,7 +319,10 @@ impl QueuePair {
             max_inline: cap.max_inline_data,
             max_send_wr: cap.max_send_wr,
             max_recv_wr: cap.max_recv_wr,
+            ex: std::ptr::null_mut(),
+            ex_ops: SendOps::NONE,
             keep: KeepAlive::default(),
+            link: None,
             _pd: pd,
             _send_cq: send_cq,
             _recv_cq: recv_cq,
@@ -262,6 +348,61 @@ impl QueuePair {
 
     pub fn max_recv_wr(&self) -> u32 {
         self.max_recv_wr
+    }
+
+    /// Brings this QP (in INIT) to RTR and RTS with the attributes rdma_cm
+    /// negotiated on `id` (path, remote QP number, PSNs), overlaid with
+    /// `port`'s MTU, traffic class, flow label and SL and the RC timeouts and
+    /// READ depth `to_rts` uses, so a QP connected either way runs alike.
+    /// Where rdma_cm drives the QP itself (iWARP's iw_cm returns an empty
+    /// mask) nothing is modified.
+    pub fn ready_via(&self, id: &CmId, port: &PortConfig) -> Result<()> {
+        use ffi::ibv_qp_attr_mask as m;
+        let rc = self.transport == Transport::Rc;
+        for (state, step) in [
+            (ffi::ibv_qp_state::IBV_QPS_RTR, "RTR via rdma_cm"),
+            (ffi::ibv_qp_state::IBV_QPS_RTS, "RTS via rdma_cm"),
+        ] {
+            let (mut attr, mut mask) = id.init_qp_attr(state, step, self.qpn)?;
+            if mask == 0 {
+                continue;
+            }
+            if state == ffi::ibv_qp_state::IBV_QPS_RTR {
+                attr.path_mtu = mtu_enum(port.mtu);
+                attr.ah_attr.sl = port.sl;
+                if attr.ah_attr.is_global != 0 {
+                    attr.ah_attr.grh.traffic_class = port.traffic_class;
+                    attr.ah_attr.grh.flow_label = port.flow_label;
+                }
+                mask |= m::IBV_QP_PATH_MTU.0;
+                if rc {
+                    attr.max_dest_rd_atomic = port.rd_atomic;
+                    attr.min_rnr_timer = 12;
+                    mask |= m::IBV_QP_MAX_DEST_RD_ATOMIC.0 | m::IBV_QP_MIN_RNR_TIMER.0;
+                }
+            } else if rc {
+                attr.timeout = 14;
+                attr.retry_cnt = 7;
+                attr.rnr_retry = 7;
+                attr.max_rd_atomic = port.rd_atomic;
+                mask |= m::IBV_QP_TIMEOUT.0
+                    | m::IBV_QP_RETRY_CNT.0
+                    | m::IBV_QP_RNR_RETRY.0
+                    | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
+            }
+            self.modify(&mut attr, mask, step)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the rdma_cm id that connected this QP for the QP's lifetime.
+    pub fn hold_link(&mut self, id: CmId) {
+        self.link = Some(id);
+    }
+
+    /// Whether sends go through the extended post API (`ibv_wr_*`).
+    pub fn is_extended(&self) -> bool {
+        !self.ex.is_null()
     }
 
     fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
@@ -350,6 +491,15 @@ impl QueuePair {
     pub fn post_send(&mut self, list: &mut SendList) -> Result<()> {
         if list.held().by_qp != self.id {
             self.keep.adopt(list.held(), self.id);
+        }
+        if !self.ex.is_null() {
+            let (qpn, t) = (self.qpn, self.transport);
+            // SAFETY: `ex` is this live QP's extended view, created with
+            // `ex_ops`; `&mut self` makes this thread its only poster; what
+            // the list names is kept alive by this QP (adopted above).
+            return unsafe {
+                qp_ex::post(self.ex, self.ex_ops, list, || format!("QP {qpn} ({t})"))
+            };
         }
         let mut bad = std::ptr::null_mut();
         // SAFETY: head() links the WRs afresh; their SGEs point into MRs, and

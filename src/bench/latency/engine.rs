@@ -41,6 +41,8 @@ pub struct ClientPoint {
     pub elapsed_ns: u64,
     /// The device's counters over the measured iterations (warm-up excluded).
     pub device_counters: Option<CounterDeltas>,
+    /// `--events`: completion-channel wake-ups over the measured iterations.
+    pub event_wakeups: Option<u64>,
 }
 
 /// Offset of the last payload byte of a `size`-byte message in the receive area.
@@ -82,7 +84,8 @@ fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) ->
     wr
 }
 
-/// Polls one completion from `cq` (bounded by `patience`), checking its status.
+/// Polls one completion from `cq` (bounded by `patience`), checking its
+/// status; a CQ on a completion channel (`--events`) is slept on instead.
 #[inline(always)]
 fn reap_one(
     cq: &CompletionQueue,
@@ -91,10 +94,14 @@ fn reap_one(
     patience: &Patience,
     wc: &mut [WorkCompletion; 1],
 ) -> Result<()> {
-    patience.wait(
-        || format!("a {verb} completion on QP {qpn}"),
-        || Ok((cq.poll(wc)? == 1).then_some(())),
-    )?;
+    let what = || format!("a {verb} completion on QP {qpn}");
+    match cq.channel() {
+        // --events: the wake-up is part of the sample.
+        Some(ch) => {
+            patience.sleep_for(cq, ch, wc, what)?;
+        }
+        None => patience.wait(what, || Ok((cq.poll(wc)? == 1).then_some(())))?,
+    }
     wc[0].check(verb)?;
     Ok(())
 }
@@ -125,6 +132,8 @@ pub fn client_point(
     let Side { set, recvs, .. } = side;
     let (qp, mr) = (&mut set.qps[0], &set.mr);
     let (send_cq, recv_cq) = (&set.send_cq, &set.recv_cq);
+    let channel = set.channel.as_deref();
+    let mut woken_before = 0;
     let mut wc = [WorkCompletion::default(); 1];
     let mut failures = 0u64;
     let started = clock.now();
@@ -136,6 +145,7 @@ pub fn client_point(
             if !counters.is_empty() {
                 before = Some(counters.read());
             }
+            woken_before = channel.map_or(0, |c| c.events_taken());
             measured_from = clock.now();
         }
         let done = match duration_ticks {
@@ -202,6 +212,7 @@ pub fn client_point(
     }
     let finished = clock.now();
     let device_counters = before.map(|b| counters.delta(&b, &counters.read()));
+    let event_wakeups = channel.map(|c| c.events_taken() - woken_before);
     if spec.mode == LatencyMode::PingPong {
         // Tell the answering side this point is over.
         mr.write_u8(send_marker, STOP);
@@ -216,6 +227,7 @@ pub fn client_point(
         inline,
         elapsed_ns: clock.to_ns(finished.wrapping_sub(measured_from)),
         device_counters,
+        event_wakeups,
     })
 }
 

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 use crate::verbs::{Endpoint, QueuePair, RecvList};
 
-use super::ops::{access_for, test_fault, Fault, Role};
+use super::ops::{access_for, ex_send_ops, test_fault, Fault, Role};
 use super::port::Port;
 use super::qpset::{slot_bytes, QpSet, QpShape};
 
@@ -76,6 +76,8 @@ impl UnconnectedSide {
                 region: 2 * slot,
                 access: access_for(spec.verb, role),
                 path: spec.path,
+                events: spec.events,
+                ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

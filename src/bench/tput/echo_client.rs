@@ -13,7 +13,7 @@ use crate::spec::{EchoVerb, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
 use super::super::latency::marker;
-use super::super::ops::echo_wc_label;
+use super::super::ops::{echo_ex_send_ops, echo_wc_label};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::Patience;
@@ -67,6 +67,8 @@ impl EchoClientSet {
                 region: layout.client_region(),
                 access,
                 path: spec.path,
+                events: false,
+                ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -82,6 +84,8 @@ impl EchoClientSet {
                     region: layout.server_region(),
                     access: Access::LOCAL,
                     path: spec.path,
+                    events: false,
+                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
                 },
             )?)
         } else {

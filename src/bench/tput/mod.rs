@@ -14,20 +14,23 @@ mod completions;
 mod echo_client;
 mod echo_server;
 mod echo_wire;
+mod hold;
 mod issuer;
+mod pace;
 mod session;
 mod target;
 mod threads;
 mod window;
 
-pub use session::{run_tput_client, serve_tput, TputOutcome};
+pub use hold::LoadHold;
+pub use session::{run_tput_client, run_tput_client_held, serve_tput, TputOutcome};
 pub use window::{PointCtx, Window, WindowTimer};
 
 use crate::error::Result;
 use crate::spec::{Direction, TputPoint, TputSpec};
-use crate::verbs::{Access, Endpoint};
+use crate::verbs::{Access, Endpoint, PortConfig, QueuePair};
 
-use super::ops::{access_for, Role};
+use super::ops::{access_for, ex_send_ops, Role};
 use super::port::Port;
 use super::qpset::{short, slot_bytes, QpShape};
 use echo_client::EchoClientSet;
@@ -116,6 +119,8 @@ impl<E: EchoPart> PointSide<E> {
                     region: slot_bytes(p.size),
                     access: Access::LOCAL,
                     path: spec.path,
+                    events: spec.events,
+                    ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
                 };
                 let sets = (0..p.threads)
                     .map(|_| IssuerSet::new(port, &shape))
@@ -139,6 +144,25 @@ impl<E: EchoPart> PointSide<E> {
             PointSide::Issuer(sets) => sets.iter().flat_map(|s| s.set.endpoints()).collect(),
             PointSide::Target(set) => set.set.endpoints(),
             PointSide::Echo(e) => e.endpoints(),
+        }
+    }
+
+    /// Every QP of this side in `endpoints` order, with the port settings
+    /// they connect with (`--cm`, which echo refuses, so echo has none).
+    pub fn qps_mut(&mut self) -> (Vec<&mut QueuePair>, Option<PortConfig>) {
+        match self {
+            PointSide::Issuer(sets) => {
+                let config = sets.first().map(|s| *s.set.config());
+                (
+                    sets.iter_mut().flat_map(|s| s.set.qps.iter_mut()).collect(),
+                    config,
+                )
+            }
+            PointSide::Target(set) => {
+                let config = Some(*set.set.config());
+                (set.set.qps.iter_mut().collect(), config)
+            }
+            PointSide::Echo(_) => (Vec::new(), None),
         }
     }
 

@@ -8,14 +8,16 @@ use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
 use crate::report::{ClientFigure, DriverReport, PeerInfo};
-use crate::spec::{DeviceLimits, TestSpec, TputPoint, TputSpec};
+use crate::spec::{Connection, DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
+use super::super::cm::{self, Listener};
 use super::super::group::Rendezvous;
 use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
+use super::hold::LoadHold;
 use super::issuer::run_issuer;
 use super::target::run_target;
 use super::window::PointCtx;
@@ -120,16 +122,36 @@ pub fn run_tput_client(
     port: &Port,
     ctl: &mut dyn Control,
     clock: &Clock,
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    run_tput_client_held(spec, port, ctl, clock, None, on_point)
+}
+
+/// `run_tput_client`, with the client's issuers' windows held open by
+/// `hold` (the background load of a latency-under-load point).
+pub fn run_tput_client_held(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
     mut on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
     spec.validate_device(&device_limits(spec, port)?)?;
     // This thread drives the client's target (outbound) and its barriers.
     affinity::pin(Side::Client, 0);
     let d = deadlines(spec);
-    let peer = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?.peer;
+    let accepted = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?;
+    let peer = accepted.peer;
+    let cm_to = cm::target(
+        spec.path.connection,
+        accepted.cm_port,
+        ctl.peer_ip(),
+        &port.gid,
+    )?;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
-        let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client);
+        let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,
@@ -144,6 +166,16 @@ pub fn run_tput_client(
             _ => None,
         })?;
         side.connect(&remotes, &ctx)?;
+        if let Some(to) = cm_to {
+            let server_qpns: Vec<u32> = remotes.iter().map(|e| e.qpn).collect();
+            let (mut qps, config) = side.qps_mut();
+            if let Some(config) = config {
+                let name = port.ctx.name();
+                let tos = spec.path.tclass;
+                let wait = d.setup();
+                cm::dial(to, &mut qps, &server_qpns, &config, name, tos, index, wait)?;
+            }
+        }
         let (report, counted) = match &mut side {
             PointSide::Issuer(sets) => {
                 expect_go(ctl, index, &d)?;
@@ -203,7 +235,16 @@ pub fn serve_tput(
     {
         return Err(refuse(ctl, e));
     }
-    accept(ctl, None, port.ctx.name())?;
+    let listener = match spec.path.connection {
+        Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
+        Connection::Gid => None,
+    };
+    accept(
+        ctl,
+        None,
+        port.ctx.name(),
+        listener.as_ref().map(|l| l.port),
+    )?;
     // This thread runs the server's target or echo loop.
     affinity::pin(Side::Server, 0);
     let d = deadlines(&spec);
@@ -242,6 +283,12 @@ pub fn serve_tput(
             index,
             endpoints: side.endpoints(),
         })?;
+        if let Some(l) = &listener {
+            let (mut qps, config) = side.qps_mut();
+            if let Some(config) = config {
+                cm::answer(l, &mut qps, &config, port.ctx.name(), index, d.setup())?;
+            }
+        }
         let start_key = format!("{spec_key}#{index}#start");
         let stop_key = format!("{spec_key}#{index}#stop");
         let wait = d.point();

@@ -42,6 +42,9 @@ impl TargetSet {
                 },
                 access,
                 path: spec.path,
+                // A target posts no sends; the issuer sleeps on events.
+                events: false,
+                ex_ops: None,
             },
         )?;
         Ok(TargetSet {

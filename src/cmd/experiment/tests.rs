@@ -194,7 +194,8 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
                 tclass: Some(96),
                 sl: Some(3),
                 flow_label: None,
-                mtu: Some(512)
+                mtu: Some(512),
+                connection: crate::spec::Connection::Gid,
             }
         ),
         _ => panic!("L is a latency series"),
@@ -206,7 +207,8 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
                 tclass: Some(96),
                 sl: None,
                 flow_label: Some(0xF_FFFF),
-                mtu: Some(512)
+                mtu: Some(512),
+                connection: crate::spec::Connection::Gid,
             }
         ),
         _ => panic!("T is a throughput series"),
@@ -223,4 +225,105 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
         "name = \"q\"\n[[series]]\nverb = \"write\"\nmtu = \"1500\"\n",
         &["x.toml:4", "key 'mtu'", "whole number"],
     );
+}
+
+#[test]
+fn cm_key_reaches_latency_and_throughput_specs() {
+    let text = "name = \"c\"\n[defaults]\ncm = true\n[[series]]\nlabel = \"L\"\nverb = \"write\"\n[[series]]\nlabel = \"T\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n[[series]]\nlabel = \"G\"\nverb = \"write\"\ncm = false\n";
+    let e = parse("c.toml", text).unwrap();
+    let connection = |i: usize| match &e.series[i].plan {
+        Plan::Latency(s) => s.path.connection,
+        Plan::Tput(s, _) => s.path.connection,
+        _ => panic!("latency or throughput series"),
+    };
+    assert_eq!(connection(0), crate::spec::Connection::Cm);
+    assert_eq!(connection(1), crate::spec::Connection::Cm);
+    assert_eq!(connection(2), crate::spec::Connection::Gid);
+    refused(
+        "name = \"c\"\n[[series]]\nverb = \"write\"\ncm = 1\n",
+        &["x.toml:4", "key 'cm'", "true or false"],
+    );
+}
+
+#[test]
+fn events_and_post_api_keys_reach_the_spec_in_latency_and_throughput() {
+    use crate::spec::PostApi;
+    let text = "name = \"e\"\n[defaults]\npost_api = \"ex\"\nevents = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\npost_api = \"classic\"\n[[series]]\nlabel = \"E\"\nverb = \"echo\"\n";
+    let e = parse("e.toml", text).unwrap();
+    match &e.series[0].plan {
+        Plan::Latency(s) => assert!(s.events && s.post_api == PostApi::Ex, "{s:?}"),
+        _ => panic!("L is a latency series"),
+    }
+    match &e.series[1].plan {
+        // [defaults] events skips throughput, which refuses it.
+        Plan::Tput(s, _) => assert!(!s.events && s.post_api == PostApi::Classic, "{s:?}"),
+        _ => panic!("T is a throughput series"),
+    }
+    // A [defaults] events skips echo, where it does not apply.
+    match &e.series[2].plan {
+        Plan::Latency(s) => assert!(!s.events && s.post_api == PostApi::Ex, "{s:?}"),
+        _ => panic!("E is a latency series"),
+    }
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"write\"\npost_api = \"fast\"\n",
+        &["x.toml:4", "post_api"],
+    );
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"write\"\nevents = 1\n",
+        &["x.toml:4", "key 'events'", "true or false"],
+    );
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"write\"\nevents = true\n",
+        &["--events: a write ping-pong"],
+    );
+}
+
+#[test]
+fn under_load_and_rate_keys_reach_their_options() {
+    let text = r#"
+name = "t"
+[defaults]
+qps = 2
+under_load = ["10%", "max"]
+[[series]]
+label = "WRITE"
+verb = "write"
+completion = true
+burst = 2
+[[series]]
+label = "paced"
+verb = "write"
+metric = "throughput"
+direction = "inbound"
+under_load = []
+rate = 0.5
+"#;
+    // An empty list is not a list of loads.
+    assert!(parse("x.toml", text).is_err());
+    let text = text.replace("under_load = []\n", "").replace(
+        "[defaults]\nqps = 2\nunder_load = [\"10%\", \"max\"]\n",
+        "[defaults]\nqps = 2\n",
+    );
+    let text = text.replace(
+        "completion = true\n",
+        "completion = true\nunder_load = [\"10%\", \"max\"]\n",
+    );
+    let e = parse("x.toml", &text).unwrap();
+    match &e.series[0].plan {
+        Plan::UnderLoad(s) => {
+            assert_eq!(s.loads.len(), 2);
+            assert_eq!(s.burst, Some(2));
+            assert_eq!(
+                s.background.points[0].qps, 2,
+                "[defaults] qps reaches the background"
+            );
+        }
+        _ => panic!("an under-load series"),
+    }
+    match &e.series[1].plan {
+        Plan::Tput(s, _) => assert_eq!(s.rate.map(|r| r.mops), Some(0.5)),
+        _ => panic!("a throughput series"),
+    }
+    let bad = text.replace("rate = 0.5", "rate = \"fast\"");
+    refused(&bad, &["key 'rate'", "expected a number"]);
 }
