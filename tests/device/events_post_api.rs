@@ -66,15 +66,15 @@ fn events_latency_sleeps_on_the_channel_and_the_device_counts_every_iteration() 
 fn post_api_ex_latency_of_every_verb_is_counted_by_the_device() {
     // (name, args, iterations, packets per iteration in loopback)
     let runs: &[(&str, &[&str], u64, u64)] = &[
-        ("exw", &["write"], 500, 4),
-        ("exwin", &["write", "--inline"], 500, 4),
-        ("exwsge", &["write", "--sge", "4", "-s", "256"], 500, 4),
-        ("exs", &["send", "--imm"], 500, 4),
-        ("exsud", &["send", "-c", "ud"], 500, 2),
+        ("exw", &["write"], 2000, 4),
+        ("exwin", &["write", "--inline"], 2000, 4),
+        ("exwsge", &["write", "--sge", "4", "-s", "256"], 2000, 4),
+        ("exs", &["send", "--imm"], 2000, 4),
+        ("exsud", &["send", "-c", "ud"], 2000, 2),
         ("exr", &["read"], 2000, 2),
         ("excas", &["atomic", "--op", "cas"], 2000, 2),
         ("exfadd", &["atomic", "--op", "fadd"], 2000, 2),
-        ("execho", &["echo"], 500, 4),
+        ("execho", &["echo"], 2000, 4),
     ];
     for (name, args, n, per_iter) in runs {
         let n_s = n.to_string();
