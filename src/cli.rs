@@ -245,6 +245,14 @@ pub struct TestArgs {
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
+    /// Throughput (--tput outbound): both sides issue at once, each to the
+    /// other's targets; records each direction's Mops and their sum.
+    #[arg(short = 'b', long)]
+    pub bidirectional: bool,
+    /// Throughput: receivers of SENDs (send sinks, the echo server with
+    /// --req send) post to one shared receive queue per side.
+    #[arg(long, visible_alias = "use-srq")]
+    pub srq: bool,
     /// The options given on the command line (clap ids such as `signal_period`),
     /// not defaults: each must apply to the run (see `inapplicable`).
     #[arg(skip)]
@@ -324,6 +332,7 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
     let write_or_send = matches!(verb, Write | Send);
     match id {
         "signal_period" | "qps" | "postlist" | "window" | "threads" | "warmup_time" | "group"
+        | "bidirectional" | "srq"
             if !tput =>
         {
             Some("with --tput")

@@ -119,6 +119,8 @@ impl Plan {
             Plan::Tput(s, _) => {
                 let most = s.points.iter().map(|p| p.threads).max().unwrap_or(1) as usize;
                 match s.direction {
+                    // Each side: its issuer threads, then its serving thread.
+                    _ if s.bidirectional => (most + 1, most + 1),
                     Direction::Outbound => (1, most),
                     Direction::Inbound | Direction::Echo => (most, 1),
                 }

@@ -99,6 +99,14 @@ impl TputPoint {
         self.qps * self.threads
     }
 
+    /// Receives one side's shared receive queue holds (`--srq`): every
+    /// receiving QP's window at once, plus two reposting batches of slack,
+    /// at least perftest's 512, in whole batches of 32.
+    pub fn srq_depth(&self) -> u64 {
+        let need = u64::from(self.total_qps()) * u64::from(self.window) + 64;
+        need.max(512).div_ceil(32) * 32
+    }
+
     /// Knob values that are fine alone but not together (a sweep skips these points).
     pub fn combination_conflict(&self) -> Option<String> {
         if self.postlist > self.signal_period {
@@ -142,6 +150,14 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// Both sides issue at once (`--bidirectional`, with `--tput outbound`):
+    /// the client towards the server's targets and the server towards the client's.
+    #[serde(default)]
+    pub bidirectional: bool,
+    /// Receivers of SENDs (sinks, the echo server) post to one shared
+    /// receive queue per side instead of each QP's own (`--srq`).
+    #[serde(default)]
+    pub srq: bool,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -213,6 +229,46 @@ impl TputSpec {
             self.validate_point(p)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        self.validate_bidir_srq()
+    }
+
+    /// `--bidirectional` and `--srq` against the verb and direction.
+    fn validate_bidir_srq(&self) -> Result<()> {
+        let verb = self.verb.name();
+        if self.bidirectional {
+            match self.direction {
+                Direction::Echo => {
+                    return Err(Error::usage(
+                        "--bidirectional: echo already runs both ways (requests and responses)",
+                    ))
+                }
+                Direction::Inbound => {
+                    return Err(Error::usage(
+                        "--bidirectional: each side issues outbound to the other; use --tput outbound -b",
+                    ))
+                }
+                Direction::Outbound => {}
+            }
+            if self.group > 1 {
+                return Err(Error::usage(format!(
+                    "--group {}: --bidirectional runs one client against one serve",
+                    self.group
+                )));
+            }
+        }
+        if self.srq {
+            let receives = match self.direction {
+                Direction::Echo => self.req == EchoVerb::Send,
+                _ => self.verb == VerbKind::Send,
+            };
+            if !receives {
+                return Err(Error::usage(if self.direction == Direction::Echo {
+                    "--srq: the echo server receives only SEND requests (--req send --resp send -c ud); WRITE requests land in memory".to_string()
+                } else {
+                    format!("--srq: {verb} posts no receives (only send has a receiver)")
+                }));
+            }
+        }
         Ok(())
     }
 
@@ -326,6 +382,9 @@ impl TputSpec {
                     dev.max_qp
                 )));
             }
+            if self.srq {
+                check_device_srq(p, dev, self.bidirectional)?;
+            }
             if self.verb == VerbKind::Atomic && !dev.atomics {
                 return Err(Error::usage(format!(
                     "atomic: {name} reports no atomic capability (atomic_cap NONE)"
@@ -334,6 +393,30 @@ impl TputSpec {
         }
         Ok(())
     }
+}
+
+/// `--srq` against the device: it must offer SRQs (two when both sides of
+/// a loopback run receive), each holding the receives one side needs.
+fn check_device_srq(p: &TputPoint, dev: &DeviceLimits, bidirectional: bool) -> Result<()> {
+    let name = &dev.name;
+    let need = if bidirectional { 2 } else { 1 };
+    if dev.max_srq < need {
+        return Err(Error::usage(format!(
+            "--srq: needs {need} shared receive queue(s), {name} offers {} (max_srq)",
+            dev.max_srq
+        )));
+    }
+    if p.srq_depth() > u64::from(dev.max_srq_wr) {
+        return Err(Error::usage(format!(
+            "--srq --qps {} x --threads {} --window {}: an SRQ of {} receives exceeds max_srq_wr of {name} ({})",
+            p.qps,
+            p.threads,
+            p.window,
+            p.srq_depth(),
+            dev.max_srq_wr
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -372,6 +455,8 @@ mod tput_tests {
             group: 1,
             sge: 1,
             path: PathSpec::default(),
+            bidirectional: false,
+            srq: false,
         }
     }
 
@@ -476,6 +561,8 @@ mod tput_tests {
             max_cqe: 32_767,
             atomics: true,
             max_sge: 32,
+            max_srq: 0,
+            max_srq_wr: 0,
         };
         let mut s = spec(VerbKind::Send, Direction::Inbound);
         s.points[0].transport = Transport::Ud;

@@ -21,6 +21,8 @@ pub enum Verb {
     PostSend,
     PostRecv,
     PollCq,
+    CreateSrq,
+    PostSrqRecv,
 }
 
 impl fmt::Display for Verb {
@@ -40,6 +42,8 @@ impl fmt::Display for Verb {
             Verb::PostSend => "ibv_post_send",
             Verb::PostRecv => "ibv_post_recv",
             Verb::PollCq => "ibv_poll_cq",
+            Verb::CreateSrq => "ibv_create_srq",
+            Verb::PostSrqRecv => "ibv_post_srq_recv",
         };
         f.write_str(name)
     }

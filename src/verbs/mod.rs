@@ -12,6 +12,7 @@ mod error;
 mod mr;
 mod pd;
 mod qp;
+mod srq;
 mod wr;
 
 pub use addr::{Endpoint, PortConfig};
@@ -25,4 +26,5 @@ pub use error::{Result, Verb, VerbsError};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
+pub use srq::SharedReceiveQueue;
 pub use wr::{sge_split, RecvList, SendList, SendOp};

@@ -15,6 +15,7 @@ use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
 use super::mr::{Access, MemoryRegion};
 use super::pd::ProtectionDomain;
+use super::srq::SharedReceiveQueue;
 use super::wr::{Held, RecvList, SendList};
 
 /// Transport service of a QP.
@@ -62,9 +63,16 @@ pub struct QueuePairBuilder<'a> {
     max_recv_wr: u32,
     max_send_sge: u32,
     max_inline: u32,
+    srq: Option<&'a Arc<SharedReceiveQueue>>,
 }
 
 impl<'a> QueuePairBuilder<'a> {
+    /// Receives come from `srq` instead of this QP's own receive queue.
+    pub fn srq(mut self, srq: Option<&'a Arc<SharedReceiveQueue>>) -> Self {
+        self.srq = srq;
+        self
+    }
+
     pub fn max_send_wr(mut self, n: u32) -> Self {
         self.max_send_wr = n;
         self
@@ -98,7 +106,10 @@ impl<'a> QueuePairBuilder<'a> {
         init.cap.max_send_sge = self.max_send_sge.max(1);
         init.cap.max_recv_sge = 1;
         init.cap.max_inline_data = self.max_inline;
-        // SAFETY: the PD and CQs are alive (we keep Arcs to them in the QP).
+        if let Some(srq) = self.srq {
+            init.srq = srq.raw();
+        }
+        // SAFETY: the PD, CQs and SRQ are alive (we keep Arcs to them in the QP).
         let raw = unsafe { ffi::ibv_create_qp(self.pd.raw(), &mut init) };
         if raw.is_null() {
             return Err(VerbsError::last_os(
@@ -115,7 +126,7 @@ impl<'a> QueuePairBuilder<'a> {
         }
         // SAFETY: `raw` was just created on this PD with these CQs, and
         // ibv_create_qp wrote back the capabilities actually granted.
-        Ok(unsafe {
+        let mut qp = unsafe {
             QueuePair::from_raw(
                 raw,
                 self.transport,
@@ -124,7 +135,9 @@ impl<'a> QueuePairBuilder<'a> {
                 self.send_cq.clone(),
                 self.recv_cq.clone(),
             )
-        })
+        };
+        qp._srq = self.srq.cloned();
+        Ok(qp)
     }
 }
 
@@ -160,6 +173,8 @@ pub struct QueuePair {
     _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
+    /// The shared receive queue it draws receives from, if any.
+    _srq: Option<Arc<SharedReceiveQueue>>,
 }
 
 /// QP ids start at 1; 0 in a list means "held by no QP".
@@ -211,6 +226,7 @@ impl QueuePair {
             max_recv_wr: 128,
             max_send_sge: 1,
             max_inline: 0,
+            srq: None,
         }
     }
 
@@ -240,6 +256,7 @@ impl QueuePair {
             _pd: pd,
             _send_cq: send_cq,
             _recv_cq: recv_cq,
+            _srq: None,
         }
     }
 

@@ -14,6 +14,7 @@ use crate::verbs::Transport;
 use super::super::group::Rendezvous;
 use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
+use super::bidir::run_bidir;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
 use super::issuer::run_issuer;
@@ -38,6 +39,19 @@ pub struct TputOutcome {
     pub inline: bool,
     /// The server's host and device, as its handshake said.
     pub peer: PeerInfo,
+    /// `--bidirectional`: the server-to-client direction (`report` and
+    /// `received` above are then the client-to-server one).
+    pub reverse: Option<Reverse>,
+}
+
+/// What the server issued in a bidirectional point, and what the client's
+/// targets made of it.
+pub struct Reverse {
+    pub report: DriverReport,
+    /// Per QP, the server's SENDs the client's sink received (empty when passive).
+    pub received: Vec<u64>,
+    /// Atomics: operations the client's words do not account for.
+    pub verify_failures: Option<u64>,
 }
 
 /// The device limits `spec` is checked against: inline limits are probed
@@ -144,7 +158,24 @@ pub fn run_tput_client(
             _ => None,
         })?;
         side.connect(&remotes, &ctx)?;
+        let mut reverse = None;
         let (report, counted) = match &mut side {
+            PointSide::Both { issuers, target } => {
+                // The server's receives were posted before it said ready, ours just now.
+                ctl.send(&Message::Go { index })?;
+                let b = run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                reverse = Some(Reverse {
+                    verify_failures: atomic_mismatch(&b.words, &b.peer.per_qp_sent),
+                    report: b.peer,
+                    received: b.received,
+                });
+                let counted = Counted {
+                    received: b.peer_received,
+                    group: Vec::new(),
+                    words: b.peer_words,
+                };
+                (b.mine, counted)
+            }
             PointSide::Issuer(sets) => {
                 expect_go(ctl, index, &d)?;
                 let report = run_issuer(sets, &ctx)?;
@@ -182,6 +213,7 @@ pub fn run_tput_client(
             verify_failures,
             inline,
             peer: peer.clone(),
+            reverse,
         })?;
     }
     ctl.send(&Message::Bye)?;
@@ -250,6 +282,12 @@ pub fn serve_tput(
             c.send(&Message::Go { index })
         };
         let (received, words, report) = match &mut side {
+            PointSide::Both { issuers, target } => {
+                // The client posts its receives, then says go; both issue at once.
+                expect_go(ctl, index, &d)?;
+                run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                continue;
+            }
             PointSide::Target(set) => {
                 let (received, report) = run_target(set, &spec, index, ctl, &mut go)?;
                 (received, set.atomic_words(), report)

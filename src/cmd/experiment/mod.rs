@@ -42,6 +42,8 @@ const OPTION_KEYS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "bidirectional",
+    "srq",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -251,7 +253,7 @@ fn expect(key: &str) -> Expect {
             Expect::Count
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
-        "inline" | "imm" | "completion" => Expect::Flag,
+        "inline" | "imm" | "completion" | "bidirectional" | "srq" => Expect::Flag,
         "transport" => Expect::Words,
         _ => Expect::Word,
     }
