@@ -25,6 +25,25 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
         ),
         (&["echo", "--sge", "2"], "--sge"),
         (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
+        (&["write", "-b"], "--bidirectional applies only with --tput"),
+        (&["send", "--srq"], "--srq applies only with --tput"),
+        (&["send", "--use-srq"], "--srq applies only with --tput"),
+        (
+            &["write", "--tput", "inbound", "-b"],
+            "--bidirectional: each side issues outbound to the other",
+        ),
+        (
+            &["echo", "--tput", "--bidirectional"],
+            "--bidirectional: echo already runs both ways",
+        ),
+        (
+            &["write", "--tput", "outbound", "--srq"],
+            "--srq: write posts no receives",
+        ),
+        (
+            &["echo", "--tput", "--use-srq"],
+            "--srq: the echo server receives only SEND requests",
+        ),
         (
             &["write", "-s", "0"],
             "--size 0: a ping-pong detects arrival by the payload's last byte",

@@ -70,11 +70,7 @@ impl QpSet {
         Self::build(port, shape, Some(srq))
     }
 
-    fn build(
-        port: &Port,
-        shape: &QpShape,
-        srq: Option<Arc<SharedReceiveQueue>>,
-    ) -> Result<QpSet> {
+    fn build(port: &Port, shape: &QpShape, srq: Option<Arc<SharedReceiveQueue>>) -> Result<QpSet> {
         let n = shape.count.max(1);
         let config = port.config_for(&shape.path);
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);

@@ -518,7 +518,10 @@ mod tests {
         // A file written before the options existed reads as neither.
         let old: Record = serde_json::from_value(v).unwrap();
         let key = point_key(&old).0;
-        assert!(!key.contains("bidirectional") && !key.contains("srq"), "{key}");
+        assert!(
+            !key.contains("bidirectional") && !key.contains("srq"),
+            "{key}"
+        );
         let mut both = old.clone();
         if let Record::Throughput(t) = &mut both {
             t.bidirectional = true;
@@ -531,7 +534,10 @@ mod tests {
             t.srq = true;
         }
         let k3 = point_key(&srq).0;
-        assert!(k3.contains(" srq size") && !k3.contains("bidirectional"), "{k3}");
+        assert!(
+            k3.contains(" srq size") && !k3.contains("bidirectional"),
+            "{k3}"
+        );
         assert_ne!(key, k3);
     }
 

@@ -171,8 +171,8 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
     let mut received = received_by(&o.received);
     let mut verify_failures = o.verify_failures;
     let directions = o.reverse.as_ref().map(|rev| {
-        let figure = |by: &str, r: &DriverReport, got: Option<u64>, vf: Option<u64>| {
-            DirectionFigure {
+        let figure =
+            |by: &str, r: &DriverReport, got: Option<u64>, vf: Option<u64>| DirectionFigure {
                 issued_by: by.into(),
                 ops: r.ops,
                 elapsed_s: r.elapsed_s,
@@ -181,15 +181,17 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
                 received: got,
                 completions: r.completions,
                 verify_failures: vf,
-            }
-        };
+            };
         let back = received_by(&rev.received);
         let out = vec![
             figure("client", &o.report, received, o.verify_failures),
             figure("server", &rev.report, back, rev.verify_failures),
         ];
         received = received.zip(back).map(|(a, b)| a + b);
-        verify_failures = o.verify_failures.zip(rev.verify_failures).map(|(a, b)| a + b);
+        verify_failures = o
+            .verify_failures
+            .zip(rev.verify_failures)
+            .map(|(a, b)| a + b);
         out
     });
     let echo = spec.direction == Direction::Echo;

@@ -505,6 +505,61 @@ mod tput_tests {
     }
 
     #[test]
+    fn bidirectional_and_srq_combinations() {
+        let mut b = spec(VerbKind::Write, Direction::Outbound);
+        b.bidirectional = true;
+        b.validate().unwrap();
+        let mut i = spec(VerbKind::Send, Direction::Inbound);
+        i.bidirectional = true;
+        refused(&i, "--bidirectional: each side issues outbound");
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        e.bidirectional = true;
+        refused(&e, "--bidirectional: echo");
+        let mut s = spec(VerbKind::Send, Direction::Inbound);
+        s.srq = true;
+        s.validate().unwrap();
+        let mut r = spec(VerbKind::Read, Direction::Outbound);
+        r.srq = true;
+        refused(&r, "--srq: read posts no receives");
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        e.srq = true;
+        refused(&e, "--srq: the echo server receives only SEND");
+        e.req = EchoVerb::Send;
+        e.points[0].transport = Transport::Ud;
+        e.validate().unwrap();
+    }
+
+    #[test]
+    fn srq_depth_is_refused_above_max_srq_wr_with_both_numbers() {
+        let dev = DeviceLimits {
+            name: "rxe0".into(),
+            port: 1,
+            max_inline: [512; 3],
+            mtu: 1024,
+            max_qp_wr: 1 << 20,
+            max_qp: 1 << 16,
+            max_cqe: 32_767,
+            atomics: true,
+            max_sge: 32,
+            max_srq: 2,
+            max_srq_wr: 4096,
+        };
+        let mut s = spec(VerbKind::Send, Direction::Inbound);
+        s.srq = true;
+        assert_eq!(s.points[0].srq_depth(), 512);
+        s.validate_device(&dev).unwrap();
+        s.points[0].qps = 64; // 64 x 64 + 64 receives
+        assert_eq!(
+            s.validate_device(&dev).unwrap_err().to_string(),
+            "--srq --qps 64 x --threads 1 --window 64: an SRQ of 4160 receives exceeds max_srq_wr of rxe0 (4096)"
+        );
+        let none = DeviceLimits { max_srq: 0, ..dev };
+        s.points[0].qps = 1;
+        let e = s.validate_device(&none).unwrap_err().to_string();
+        assert!(e.contains("rxe0 offers 0 (max_srq)"), "{e}");
+    }
+
+    #[test]
     fn tput_combinations_are_refused_naming_the_option() {
         let s = spec(VerbKind::Write, Direction::Inbound);
         refused(&with(s.clone(), |p| p.postlist = 32), "--postlist 32");

@@ -188,7 +188,10 @@ impl EchoServerSet {
                 let list = RecvList::new(&ud.mr, 0, layout.slot as u32, batch, WrId::pack(0, 0));
                 let (mut ring, depth) = match &ud.srq {
                     Some(srq) => (RecvRing::shared(srq.clone(), list), srq.max_wr()),
-                    None => (RecvRing::new(vec![list]), ud.qps[0].max_recv_wr().min(16_384)),
+                    None => (
+                        RecvRing::new(vec![list]),
+                        ud.qps[0].max_recv_wr().min(16_384),
+                    ),
                 };
                 ring.fill(&mut ud.qps, depth / RECV_BATCH)?;
                 self.recvs = Some(ring);

@@ -27,20 +27,20 @@ impl TargetSet {
         let sends = spec.verb == VerbKind::Send;
         let slot = slot_bytes(p.size);
         let shape = QpShape {
-                transport: p.transport,
-                count: p.total_qps(),
-                sq_depth: 1,
-                rq_depth: if sends { sink_rq_depth(p) } else { 1 },
-                inline: 0,
-                sge: 1,
-                region: if sends {
-                    slot * RECV_BATCH as usize
-                } else {
-                    slot
-                },
-                access,
-                path: spec.path,
-            };
+            transport: p.transport,
+            count: p.total_qps(),
+            sq_depth: 1,
+            rq_depth: if sends { sink_rq_depth(p) } else { 1 },
+            inline: 0,
+            sge: 1,
+            region: if sends {
+                slot * RECV_BATCH as usize
+            } else {
+                slot
+            },
+            access,
+            path: spec.path,
+        };
         // --srq: one shared receive queue for this side's sink QPs (validated
         // against max_srq_wr before any device object exists).
         let set = if sends && spec.srq {
