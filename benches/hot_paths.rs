@@ -65,6 +65,8 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         sl: None,
         flow_label: None,
         mtu: None,
+        bidirectional: false,
+        srq: false,
         iters: 100_000,
         warmup_dropped: 1000,
         elapsed_s: 2.0,

@@ -388,6 +388,12 @@ pub struct LatencyRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// `--bidirectional` and `--srq` are throughput options: a latency
+    /// point is always neither (recorded so every record carries them).
+    #[serde(default)]
+    pub bidirectional: bool,
+    #[serde(default)]
+    pub srq: bool,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -478,6 +484,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "bidirectional",
+    "srq",
     "iters",
     "warmup_dropped",
     "elapsed_s",

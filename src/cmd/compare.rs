@@ -464,6 +464,8 @@ mod tests {
                     sl: None,
                     flow_label: None,
                     mtu: None,
+                    bidirectional: false,
+                    srq: false,
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,

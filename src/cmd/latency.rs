@@ -81,6 +81,8 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        bidirectional: false,
+        srq: false,
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),
