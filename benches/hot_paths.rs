@@ -79,6 +79,11 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         device_counters: None,
         requested_s: None,
         histogram: rec.buckets(0.5),
+        load: None,
+        offered_mops: None,
+        achieved_mops: None,
+        saturated_mops: None,
+        background: None,
     };
     ResultsDoc {
         schema_version: 1,

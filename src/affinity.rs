@@ -102,6 +102,18 @@ pub fn device_numa_cpus(sysfs: &Path, device: &str) -> Option<NumaCpus> {
 /// command before anything is measured.
 static PLAN: std::sync::OnceLock<CpuPlan> = std::sync::OnceLock::new();
 
+thread_local! {
+    /// Added to the index of this thread's `pin` calls (see `shift_pins`).
+    static PIN_SHIFT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes this thread's later `pin(side, i)` take CPU `i + by` of its side:
+/// an under-load probe pins past the background's issuing threads, so
+/// the two do not busy-poll on one CPU.
+pub fn shift_pins(by: usize) {
+    PIN_SHIFT.with(|s| s.set(by));
+}
+
 /// The CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<usize> {
     crate::sys::allowed_cpus()
@@ -127,6 +139,7 @@ pub fn pin(side: Side, index: usize) {
     let Some(plan) = PLAN.get() else {
         return;
     };
+    let index = index + PIN_SHIFT.with(|s| s.get());
     let cpus = match side {
         Side::Client => &plan.client,
         Side::Server => &plan.server,

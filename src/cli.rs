@@ -131,7 +131,7 @@ pub struct ServeArgs {
     pub timeout: f64,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Clone)]
 pub struct TestArgs {
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
     #[arg(long, value_name = "HOST[:PORT]")]
@@ -242,6 +242,20 @@ pub struct TestArgs {
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub mtu: Option<i64>,
+    /// Throughput: offered rate of this process's issuers in Mops, split evenly
+    /// over their threads and QPs (a token bucket per QP).
+    #[arg(long, value_name = "MOPS", allow_negative_numbers = true)]
+    pub rate: Option<f64>,
+    /// With --rate (or --under-load): the rate is per QP, not per process.
+    #[arg(long)]
+    pub rate_per_qp: bool,
+    /// With --rate (or --under-load): WRs added to a QP's bucket per refill (default: --postlist).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub burst: Option<u32>,
+    /// Latency under background load: offered loads in Mops, percentages of
+    /// the saturated rate (measured first) or max, e.g. 10%,50%,90%,max.
+    #[arg(long, value_name = "LOADS", allow_hyphen_values = true)]
+    pub under_load: Option<String>,
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
@@ -331,6 +345,8 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
     use VerbKind::*;
     let write_or_send = matches!(verb, Write | Send);
     match id {
+        "rate" if !tput => Some("with --tput (--under-load sets its own rates)"),
+        "rate_per_qp" | "burst" if !tput => Some("with --tput or --under-load"),
         "signal_period" | "qps" | "postlist" | "window" | "threads" | "warmup_time" | "group"
         | "bidirectional" | "srq"
             if !tput =>
@@ -346,6 +362,21 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
         _ => None,
+    }
+}
+
+/// Why an option does not apply to an `--under-load` run, where the probe
+/// takes the latency options and the background the throughput ones.
+pub fn inapplicable_under_load(id: &str, verb: VerbKind) -> Option<&'static str> {
+    match id {
+        "tput" => Some("the background is its own throughput run (drop --tput)"),
+        "rate" | "rate_per_qp" => Some("the loads give the background process's rates"),
+        "connect" => Some("it runs in loopback only, probe and background on one device"),
+        "group" | "req" | "resp" => Some("the background is one inbound issuer"),
+        _ if inapplicable(id, verb, false).is_none() || inapplicable(id, verb, true).is_none() => {
+            None
+        }
+        _ => Some("to neither the probe nor the background"),
     }
 }
 

@@ -310,6 +310,41 @@ pub struct TputRecord {
     /// where the device has none.
     #[serde(default)]
     pub device_counters: Option<CounterDeltas>,
+    /// `--rate`: the Mops the issuing process was offered in all (its QPs'
+    /// token buckets together); absent when unlimited. `mops` is what it achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
+    /// `--rate-per-qp`: the rate was asked per QP (absent: per process).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_per_qp: bool,
+    /// `--burst`: WRs per token refill; absent: unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+}
+
+/// The background load of a latency-under-load point (`--under-load`):
+/// inbound issuers of the same verb (echo: WRITE) on their own QPs and
+/// threads, on the probe's device, whose window spans the probe's run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackgroundLoad {
+    pub verb: String,
+    pub direction: String,
+    pub size: u32,
+    pub qps: u32,
+    pub threads: u32,
+    pub window: u32,
+    pub postlist: u32,
+    pub signal_period: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<u32>,
+    /// WRs the background posted in its window, and the window's length.
+    pub ops: u64,
+    pub elapsed_s: f64,
+    pub per_qp_ops: Vec<u64>,
+    /// The device's counters over the background's window (both sides'
+    /// packets, the probe's included).
+    #[serde(default)]
+    pub device_counters: Option<CounterDeltas>,
 }
 
 /// One direction of a bidirectional point: what one side issued towards the
@@ -423,6 +458,22 @@ pub struct LatencyRecord {
     /// The raw distribution of `metric`: [value_ns, count] per non-empty
     /// HdrHistogram bucket, to recompute percentiles or draw a CDF.
     pub histogram: Vec<(f64, u64)>,
+    /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
+    /// what `compare` matches on; absent in an unloaded run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    /// Under load: the Mops the background was offered (absent at `max`)...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
+    /// ...and achieved over its window, which spans the probe's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_mops: Option<f64>,
+    /// Under load: the background's unlimited rate, measured first (when a
+    /// load is a percentage of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturated_mops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundLoad>,
 }
 
 /// CSV columns of throughput records, in their stable order (lists stay JSON-only).
@@ -467,6 +518,9 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "group_clients",
     "aggregate_mops",
     "verify_failures",
+    "offered_mops",
+    "rate_per_qp",
+    "burst",
 ];
 
 /// CSV columns of latency records, in their stable order (`histogram` stays JSON-only).
@@ -505,6 +559,10 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sent",
     "server_received",
     "verify_failures",
+    "load",
+    "offered_mops",
+    "achieved_mops",
+    "saturated_mops",
 ];
 
 impl HostInfo {

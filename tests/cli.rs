@@ -33,6 +33,10 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--bidirectional: each side issues outbound to the other",
         ),
         (
+            &["write", "--tput", "outbound", "-b", "--rate", "0.1"],
+            "--rate: not with --bidirectional",
+        ),
+        (
             &["echo", "--tput", "--bidirectional"],
             "--bidirectional: echo already runs both ways",
         ),
@@ -1121,4 +1125,97 @@ fn toml_string(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[test]
+fn rate_and_under_load_refuse_nonsense_with_one_line() {
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &str)] = &[
+        (&["write", "--tput", "inbound", "--rate", "0"], "--rate 0"),
+        (&["write", "--tput", "inbound", "--rate", "-1"], "--rate -1"),
+        (
+            &["write", "--tput", "inbound", "--rate", "NaN"],
+            "--rate NaN",
+        ),
+        (&["write", "--tput", "inbound", "--rate", "1e9"], "--rate"),
+        (
+            &["write", "--tput", "inbound", "--rate", "1", "--burst", "0"],
+            "--burst 0",
+        ),
+        (
+            &[
+                "write", "--tput", "inbound", "--rate", "1", "--burst", "129",
+            ],
+            "--burst 129: above --window 128",
+        ),
+        (
+            &[
+                "write",
+                "--tput",
+                "inbound",
+                "--rate",
+                "0.0000001",
+                "-D",
+                "1",
+            ],
+            "fewer than one refill",
+        ),
+        (
+            &["write", "--tput", "inbound", "--burst", "4"],
+            "--burst: needs --rate",
+        ),
+        (
+            &["write", "--tput", "inbound", "--rate-per-qp"],
+            "--rate-per-qp: needs --rate",
+        ),
+        (&["write", "--rate", "1"], "--rate applies only with --tput"),
+        (
+            &["echo", "--tput", "--rate", "1"],
+            "--rate: echo throughput",
+        ),
+        (&["write", "--under-load", "0%"], "--under-load 0%"),
+        (&["write", "--under-load", "101%"], "--under-load 101%"),
+        (&["write", "--under-load", "10%,10%"], "given twice"),
+        (&["write", "--under-load", "fast"], "--under-load fast"),
+        (&["write", "--under-load", "-1"], "--under-load -1"),
+        (
+            &["write", "--under-load", "10%", "--tput", "inbound"],
+            "--tput does not apply to --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%", "--rate", "1"],
+            "--rate does not apply to --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%", "--connect", "h"],
+            "--connect does not apply to --under-load",
+        ),
+        (&["write", "--under-load", "10%", "-s", "2,4"], "one size"),
+        (&["write", "--under-load", "10%", "-q", "1,2"], "one point"),
+        (
+            &["write", "--under-load", "10%", "--burst", "0"],
+            "--burst 0",
+        ),
+        (
+            &["write", "--under-load", "10%", "--burst", "999"],
+            "--burst 999",
+        ),
+        (&["read", "--under-load", "10%", "--op", "fadd"], "--op"),
+    ];
+    for (args, needle) in cases {
+        let out = run(args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: '{stderr}' lacks '{needle}'"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    }
 }

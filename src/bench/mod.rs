@@ -15,7 +15,7 @@ pub mod wait;
 pub use group::Rendezvous;
 pub use latency::{run_client, PointOutcome};
 pub use port::{DeviceChoice, Port};
-pub use tput::{run_tput_client, TputOutcome};
+pub use tput::{run_tput_client, run_tput_client_held, LoadHold, TputOutcome};
 
 use crate::clock::Clock;
 use crate::connect::{check_version, refuse, unexpected, Control, Message};

@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --bidirectional, --srq";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --bidirectional, --srq";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -89,6 +89,27 @@ fn bidir_srq_key(bidirectional: bool, srq: bool) -> &'static str {
     }
 }
 
+/// The offered load as asked: `--under-load`'s load for latency (" load
+/// 10%"), and for throughput `--rate` as the process's offered Mops with
+/// its burst (" rate 0.05 burst 1"). Absent (older files, unloaded runs):
+/// nothing, so those line up with each other.
+fn load_key(l: &crate::results::LatencyRecord) -> String {
+    l.load
+        .as_ref()
+        .map(|load| format!(" load {load}"))
+        .unwrap_or_default()
+}
+
+fn rate_key(t: &crate::results::TputRecord) -> String {
+    match (t.offered_mops, t.burst) {
+        (Some(m), b) => format!(
+            " rate {m}{}",
+            b.map(|b| format!(" burst {b}")).unwrap_or_default()
+        ),
+        (None, _) => String::new(),
+    }
+}
+
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     let inline = |verb: &str, inline: bool| {
         if inline && verb != "echo" {
@@ -118,7 +139,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 sge(l.sge),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
                 l.size
-            ),
+            ) + &load_key(l),
             "p50_ns",
             l.stats.p50_ns,
         ),
@@ -144,7 +165,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.qps,
                 t.postlist,
                 t.window
-            ),
+            ) + &rate_key(t),
             "mops",
             t.mops,
         ),
@@ -481,6 +502,11 @@ mod tests {
                     device_counters: None,
                     requested_s: None,
                     histogram: vec![],
+                    load: None,
+                    offered_mops: None,
+                    achieved_mops: None,
+                    saturated_mops: None,
+                    background: None,
                 })
             })
             .collect();
@@ -560,6 +586,28 @@ mod tests {
         v.as_object_mut().unwrap().remove("sge");
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn the_load_as_asked_joins_the_key() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let plain = point_key(&d.results[0]).0;
+        let mut a = d.results[0].clone();
+        if let Record::Latency(l) = &mut a {
+            l.load = Some("10%".into());
+            l.offered_mops = Some(0.5);
+            l.achieved_mops = Some(0.49);
+        }
+        let loaded = point_key(&a).0;
+        assert_eq!(loaded, format!("{plain} load 10%"));
+        // The offered Mops of a percentage differ between devices: not in the key.
+        let mut b = a.clone();
+        if let Record::Latency(l) = &mut b {
+            l.offered_mops = Some(2.0);
+        }
+        assert_eq!(point_key(&b).0, loaded);
+        let v = serde_json::to_value(&d.results[0]).unwrap();
+        assert!(v.get("load").is_none(), "absent in an unloaded run: {v}");
     }
 
     #[test]

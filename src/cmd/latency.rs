@@ -93,5 +93,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         requested_s: spec.duration_s,
         histogram: p.samples.buckets(scale),
         series: None,
+        load: None,
+        offered_mops: None,
+        achieved_mops: None,
+        saturated_mops: None,
+        background: None,
     }
 }

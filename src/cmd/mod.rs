@@ -13,6 +13,7 @@ pub mod run;
 pub mod serve;
 pub mod setup;
 pub mod tput;
+pub mod under_load;
 
 use std::time::Duration;
 

@@ -18,7 +18,10 @@ use super::setup::connect_to;
 /// plan) and after (from its record), so `--resume` can skip what is done.
 pub fn record_id(r: &Record) -> String {
     match r {
-        Record::Latency(l) => latency_id(l.series.as_deref(), l.size),
+        Record::Latency(l) => match &l.load {
+            Some(load) => load_id(l.series.as_deref(), l.size, load),
+            None => latency_id(l.series.as_deref(), l.size),
+        },
         Record::Throughput(t) => tput_id(
             t.series.as_deref(),
             &TputPoint {
@@ -42,6 +45,10 @@ fn latency_id(series: Option<&str>, size: u32) -> String {
     format!("{}|latency|{size}", series.unwrap_or(""))
 }
 
+fn load_id(series: Option<&str>, size: u32, load: &str) -> String {
+    format!("{}|load {load}", latency_id(series, size))
+}
+
 fn tput_id(series: Option<&str>, p: &TputPoint) -> String {
     format!(
         "{}|tput|{}|{}|{}|{}|{}|{}|{}",
@@ -60,11 +67,19 @@ pub enum Plan {
     Latency(LatencySpec),
     /// With the notes about sweep points skipped as contradictory.
     Tput(TputSpec, Vec<String>),
+    /// Latency under background loads (`--under-load`).
+    UnderLoad(super::under_load::UnderLoadSpec),
 }
 
 impl Plan {
     /// Validates the arguments (exit 2 on bad input) before anything is opened.
     pub fn from_args(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
+        if let Some(loads) = &args.under_load {
+            // Its own rules for which options apply (the probe's and the background's).
+            return Ok(Plan::UnderLoad(super::under_load::spec_from_args(
+                verb, args, loads,
+            )?));
+        }
         let tput = args.tput.is_some();
         for id in &args.given {
             if let Some(scope) = crate::cli::inapplicable(id, verb, tput) {
@@ -101,6 +116,13 @@ impl Plan {
                 s.points.retain(|p| !done.contains(&tput_id(series, p)));
                 Plan::Tput(s, skipped.clone())
             }
+            Plan::UnderLoad(s) => {
+                let mut s = s.clone();
+                let size = s.probe.sizes[0];
+                s.loads
+                    .retain(|l| !done.contains(&load_id(series, size, &l.label())));
+                Plan::UnderLoad(s)
+            }
         }
     }
 
@@ -108,6 +130,7 @@ impl Plan {
         match self {
             Plan::Latency(s) => s.sizes.len(),
             Plan::Tput(s, _) => s.points.len(),
+            Plan::UnderLoad(s) => s.loads.len(),
         }
     }
 
@@ -125,6 +148,7 @@ impl Plan {
                     Direction::Inbound | Direction::Echo => (most, 1),
                 }
             }
+            Plan::UnderLoad(s) => s.threads(),
         };
         (client, if loopback { server } else { 0 })
     }
@@ -133,6 +157,7 @@ impl Plan {
         match self {
             Plan::Latency(s) => s.timeout_s,
             Plan::Tput(s, _) => s.timeout_s,
+            Plan::UnderLoad(s) => s.probe.timeout_s,
         }
     }
 
@@ -158,6 +183,19 @@ impl Plan {
                     ));
                 }
                 console.tput_header(s, device);
+            }
+            Plan::UnderLoad(s) => {
+                let p = &s.background.points[0];
+                let loads: Vec<String> = s.loads.iter().map(|l| l.label()).collect();
+                console.note(&format!(
+                    "under load {}: background {} inbound on {} thread(s) x {} QP(s), window {}; one probe QP measures latency (offered/achieved Mops in the results file)",
+                    loads.join(","),
+                    s.background.verb.name(),
+                    p.threads,
+                    p.qps,
+                    p.window
+                ));
+                console.header(&s.probe, device);
             }
         }
     }
@@ -193,6 +231,12 @@ impl Plan {
                     run_tput_client(spec, port, ctl, clock, &mut on_point)
                 })
             }
+            Plan::UnderLoad(spec) => match connect {
+                Some(_) => Err(Error::usage(
+                    "--under-load runs in loopback only (not against serve)",
+                )),
+                None => spec.execute(port, clock, series, on_record),
+            },
         }
     }
 

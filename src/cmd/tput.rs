@@ -6,13 +6,27 @@ use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::report::DriverReport;
 use crate::results::{DirectionFigure, TputRecord};
-use crate::spec::{Direction, TputPoint, TputSpec, VerbKind};
+use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
 use super::setup::parse_transports;
 
 fn list(option: &str, text: &str) -> Result<Vec<u32>> {
     parse_list(text).map_err(|e| Error::usage(format!("{option}: {e}")))
+}
+
+/// `--rate`, `--rate-per-qp` and `--burst` (the last two need the first).
+fn rate_from_args(a: &TestArgs) -> Result<Option<RateLimit>> {
+    match a.rate {
+        Some(mops) => Ok(Some(RateLimit {
+            mops,
+            per_qp: a.rate_per_qp,
+            burst: a.burst,
+        })),
+        None if a.rate_per_qp => Err(Error::usage("--rate-per-qp: needs --rate MOPS")),
+        None if a.burst.is_some() => Err(Error::usage("--burst: needs --rate MOPS")),
+        None => Ok(None),
+    }
 }
 
 /// Builds the spec, refusing bad input (exit 2) before any verbs object exists.
@@ -137,6 +151,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         path: super::setup::path_from_args(a)?,
         bidirectional: a.bidirectional,
         srq: a.srq,
+        rate: rate_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
         return Err(Error::usage(
@@ -258,6 +273,9 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
+        offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
+        rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
+        burst: spec.rate.map(|r| r.burst_for(p.postlist)),
     }
 }
 

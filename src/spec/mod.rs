@@ -89,9 +89,11 @@ impl LatencyMode {
 }
 
 mod latency;
+mod rate;
 mod tput;
 
 pub use latency::LatencySpec;
+pub use rate::{parse_loads, Load, RateLimit, MAX_RATE_MOPS};
 pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
 
 /// The one range check every numeric option goes through: refuses `value`

@@ -158,6 +158,9 @@ pub struct TputSpec {
     /// receive queue per side instead of each QP's own (`--srq`).
     #[serde(default)]
     pub srq: bool,
+    /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
+    #[serde(default)]
+    pub rate: Option<RateLimit>,
 }
 
 /// Largest QP count, thread count, window and period the tool accepts
@@ -228,6 +231,9 @@ impl TputSpec {
         for p in &self.points {
             self.validate_point(p)?;
         }
+        if let Some(r) = &self.rate {
+            self.validate_rate(r)?;
+        }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
         self.validate_bidir_srq()
     }
@@ -248,6 +254,11 @@ impl TputSpec {
                     ))
                 }
                 Direction::Outbound => {}
+            }
+            if self.rate.is_some() {
+                return Err(Error::usage(
+                    "--rate: not with --bidirectional (its offered rate would be one side's of two)",
+                ));
             }
             if self.group > 1 {
                 return Err(Error::usage(format!(
@@ -323,6 +334,25 @@ impl TputSpec {
         check_range("--window", p.window, 1, MAX_WINDOW, "")?;
         if let Some(why) = p.combination_conflict() {
             return Err(Error::usage(why));
+        }
+        Ok(())
+    }
+
+    fn validate_rate(&self, r: &RateLimit) -> Result<()> {
+        r.validate()?;
+        if self.direction == Direction::Echo {
+            return Err(Error::usage(
+                "--rate: echo throughput is not rate-limited (inbound and outbound are)",
+            ));
+        }
+        for p in &self.points {
+            // An --iters run ends when its WRs are done; only its refills must fit.
+            let window_s = if self.iters.is_some() {
+                f64::INFINITY
+            } else {
+                self.duration_s
+            };
+            r.validate_point(p.window, p.postlist, p.total_qps(), window_s)?;
         }
         Ok(())
     }
@@ -457,6 +487,7 @@ mod tput_tests {
             path: PathSpec::default(),
             bidirectional: false,
             srq: false,
+            rate: None,
         }
     }
 

@@ -3,6 +3,7 @@
 //! `signal_period` signaled.
 
 use std::sync::Barrier;
+use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
@@ -15,6 +16,7 @@ use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
+use super::pace::Pacer;
 use super::threads::{run_threads, ThreadResult};
 use super::window::PointCtx;
 
@@ -108,6 +110,20 @@ fn issue_thread(
     barrier.wait();
     let mut win = ctx.thread_window(thread);
     let t0 = win.opened();
+    // --rate: one token bucket per QP, started now (the warm-up is paced too).
+    let ticks_per_s = clock.ticks(Duration::from_secs(1)) as f64;
+    let mut pacers: Option<Vec<Pacer>> = spec.rate.map(|r| {
+        let (ops, burst) = (r.per_qp_ops(p.total_qps()), r.burst_for(p.postlist));
+        (0..n)
+            .map(|_| Pacer::new(ops, burst, p.window, ticks_per_s, t0))
+            .collect()
+    });
+    // Under a hold, the window ends when the hold is released (the
+    // duration is only the floor of a free-running window).
+    let mut open = spec.warmup_s == 0.0 || window.iters.is_some();
+    if let (Some(h), true) = (ctx.hold, open) {
+        h.opened();
+    }
     let mut last_progress = t0;
     let closed_at = loop {
         if aborted() {
@@ -115,7 +131,10 @@ fn issue_thread(
         }
         let now = clock.now();
         let done = match window.iters {
-            None => win.over(now),
+            None => match ctx.hold {
+                Some(h) => open && !h.held(),
+                None => win.over(now),
+            },
             Some(_) => tx.completed.iter().all(|&c| c >= limit),
         };
         if done {
@@ -123,14 +142,31 @@ fn issue_thread(
         }
         if win.opens(now) {
             base.copy_from_slice(&tx.posted);
+            open = true;
+            if let Some(pacers) = pacers.as_mut() {
+                for pacer in pacers.iter_mut() {
+                    pacer.restart(now);
+                }
+            }
+            if let Some(h) = ctx.hold {
+                h.opened();
+            }
         }
         let mut progress = false;
         for q in 0..n {
-            // Fill this QP's window (as perftest does), then poll once.
+            // Fill this QP's window (as perftest does), as far as its
+            // tokens allow, then poll once.
             loop {
                 let out = tx.outstanding(q);
                 if out + pl > w || tx.posted[q] >= limit {
                     break;
+                }
+                if let Some(pacers) = pacers.as_mut() {
+                    if !pacers[q].take(now, pl) {
+                        // Waiting for tokens is not a stalled peer.
+                        progress = true;
+                        break;
+                    }
                 }
                 let list = &mut lists[q];
                 for j in 0..pl {

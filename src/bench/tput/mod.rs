@@ -15,13 +15,16 @@ mod completions;
 mod echo_client;
 mod echo_server;
 mod echo_wire;
+mod hold;
 mod issuer;
+mod pace;
 mod session;
 mod target;
 mod threads;
 mod window;
 
-pub use session::{run_tput_client, serve_tput, Reverse, TputOutcome};
+pub use hold::LoadHold;
+pub use session::{run_tput_client, run_tput_client_held, serve_tput, Reverse, TputOutcome};
 pub use window::{PointCtx, Window, WindowTimer};
 
 use crate::error::Result;

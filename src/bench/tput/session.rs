@@ -17,6 +17,7 @@ use super::super::port::Port;
 use super::bidir::run_bidir;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
+use super::hold::LoadHold;
 use super::issuer::run_issuer;
 use super::target::run_target;
 use super::window::PointCtx;
@@ -134,6 +135,19 @@ pub fn run_tput_client(
     port: &Port,
     ctl: &mut dyn Control,
     clock: &Clock,
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    run_tput_client_held(spec, port, ctl, clock, None, on_point)
+}
+
+/// `run_tput_client`, with the client's issuers' windows held open by
+/// `hold` (the background load of a latency-under-load point).
+pub fn run_tput_client_held(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
     mut on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
     spec.validate_device(&device_limits(spec, port)?)?;
@@ -143,7 +157,7 @@ pub fn run_tput_client(
     let peer = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?.peer;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
-        let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client);
+        let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,

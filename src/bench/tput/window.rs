@@ -9,6 +9,7 @@ use crate::report::CounterDeltas;
 use crate::spec::{TputPoint, TputSpec};
 
 use super::super::counters::{CounterSnapshot, DeviceCounters};
+use super::hold::LoadHold;
 
 /// What one side measures with, and against what, in one point.
 pub struct PointCtx<'a> {
@@ -20,6 +21,8 @@ pub struct PointCtx<'a> {
     pub counters: &'a DeviceCounters,
     /// Which side this process's measuring threads are on (their CPUs).
     pub side: Side,
+    /// Under load: the issuers' windows stay open until it is released.
+    pub hold: Option<&'a LoadHold>,
 }
 
 impl<'a> PointCtx<'a> {
@@ -37,7 +40,14 @@ impl<'a> PointCtx<'a> {
             window: Window::new(clock, spec),
             counters,
             side,
+            hold: None,
         }
+    }
+
+    /// The same context with its issuers' windows held open by `hold`.
+    pub fn held_by(mut self, hold: Option<&'a LoadHold>) -> Self {
+        self.hold = hold;
+        self
     }
 
     /// Starts thread `thread`'s window now (call it right after the start

@@ -44,6 +44,10 @@ const OPTION_KEYS: &[&str] = &[
     "mtu",
     "bidirectional",
     "srq",
+    "rate",
+    "rate_per_qp",
+    "burst",
+    "under_load",
 ];
 
 type Table = BTreeMap<Spanned<String>, Spanned<toml::Value>>;
@@ -238,6 +242,8 @@ enum Expect {
     Sweep,
     /// Seconds: `duration = 2` or `duration = 0.5`.
     Seconds,
+    /// A number: `rate = 0.05`.
+    Number,
     /// true or false.
     Flag,
     /// One word: `op = "fadd"`.
@@ -249,12 +255,13 @@ enum Expect {
 fn expect(key: &str) -> Expect {
     match key {
         "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
-        "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" => {
+        "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" | "burst" => {
             Expect::Count
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
-        "inline" | "imm" | "completion" | "bidirectional" | "srq" => Expect::Flag,
-        "transport" => Expect::Words,
+        "rate" => Expect::Number,
+        "inline" | "imm" | "completion" | "rate_per_qp" | "bidirectional" | "srq" => Expect::Flag,
+        "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }
 }
@@ -297,6 +304,9 @@ fn as_arg(key: &str, v: &toml::Value) -> std::result::Result<Option<String>, Str
         (Expect::Seconds, V::Integer(n)) => Ok(Some(n.to_string())),
         (Expect::Seconds, V::Float(f)) => Ok(Some(format!("{f:?}"))),
         (Expect::Seconds, _) => wrong("a number of seconds"),
+        (Expect::Number, V::Integer(n)) => Ok(Some(n.to_string())),
+        (Expect::Number, V::Float(f)) => Ok(Some(format!("{f:?}"))),
+        (Expect::Number, _) => wrong("a number"),
         (Expect::Sweep, V::Integer(n)) => Ok(Some(n.to_string())),
         (Expect::Sweep | Expect::Words | Expect::Word, V::String(s)) => Ok(Some(s.clone())),
         (Expect::Sweep | Expect::Words, V::Array(items)) if !items.is_empty() => items
@@ -415,7 +425,12 @@ fn build_series(
             .map_err(|e| cx.err(v.span().start, format!("key '{key}' ({in_series}): {e}")))?;
         // ...but a [defaults] key applies only where it makes sense; the
         // series' own keys are checked (and refused) as the command line's.
-        if !own(key) && cli::inapplicable(key, verb_kind, tput).is_some() {
+        let skip = if merged.contains_key("under_load") {
+            cli::inapplicable_under_load(key, verb_kind).is_some()
+        } else {
+            cli::inapplicable(key, verb_kind, tput).is_some()
+        };
+        if !own(key) && skip {
             continue;
         }
         let flag = format!("--{}", key.replace('_', "-"));

@@ -244,3 +244,53 @@ fn bidirectional_and_srq_keys_reach_the_throughput_spec() {
         &["x.toml:6", "key 'srq'", "true or false"],
     );
 }
+
+#[test]
+fn under_load_and_rate_keys_reach_their_options() {
+    let text = r#"
+name = "t"
+[defaults]
+qps = 2
+under_load = ["10%", "max"]
+[[series]]
+label = "WRITE"
+verb = "write"
+completion = true
+burst = 2
+[[series]]
+label = "paced"
+verb = "write"
+metric = "throughput"
+direction = "inbound"
+under_load = []
+rate = 0.5
+"#;
+    // An empty list is not a list of loads.
+    assert!(parse("x.toml", text).is_err());
+    let text = text.replace("under_load = []\n", "").replace(
+        "[defaults]\nqps = 2\nunder_load = [\"10%\", \"max\"]\n",
+        "[defaults]\nqps = 2\n",
+    );
+    let text = text.replace(
+        "completion = true\n",
+        "completion = true\nunder_load = [\"10%\", \"max\"]\n",
+    );
+    let e = parse("x.toml", &text).unwrap();
+    match &e.series[0].plan {
+        Plan::UnderLoad(s) => {
+            assert_eq!(s.loads.len(), 2);
+            assert_eq!(s.burst, Some(2));
+            assert_eq!(
+                s.background.points[0].qps, 2,
+                "[defaults] qps reaches the background"
+            );
+        }
+        _ => panic!("an under-load series"),
+    }
+    match &e.series[1].plan {
+        Plan::Tput(s, _) => assert_eq!(s.rate.map(|r| r.mops), Some(0.5)),
+        _ => panic!("a throughput series"),
+    }
+    let bad = text.replace("rate = 0.5", "rate = \"fast\"");
+    refused(&bad, &["key 'rate'", "expected a number"]);
+}

@@ -1,0 +1,263 @@
+//! `--under-load LOADS`: latency while the device carries background
+//! traffic. For each offered load, inbound issuers of the same verb (echo:
+//! WRITE, its request) on `-q`/`--threads` QPs of their own run, paced by
+//! the token bucket, while one probe QP on its own thread measures latency
+//! exactly as the verb's latency test does. The background's window opens
+//! before the probe starts and is held open until the probe is done, so the
+//! load spans the whole probe measurement and achieved Mops is the rate
+//! beside it. A percentage load is of the saturated rate: what the
+//! background achieves without a limit beside the probe (the `max` point,
+//! measured first).
+//! Loopback only: probe and background share the one device.
+
+use std::time::{Duration, Instant};
+
+use crate::abort::aborted;
+use crate::bench::{run_client, run_tput_client_held, LoadHold, Port, TputOutcome};
+use crate::cli::TestArgs;
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::report::PeerInfo;
+use crate::results::{BackgroundLoad, LatencyRecord, Record};
+use crate::spec::{parse_loads, LatencySpec, Load, RateLimit, TputSpec, VerbKind};
+
+/// The window a rate is checked against (a refill must come within it);
+/// the background's real window spans the probe's run, whatever its length.
+pub const SATURATION_WINDOW_S: f64 = 1.0;
+
+#[derive(Debug, Clone)]
+pub struct UnderLoadSpec {
+    /// The probe: one size, as the verb's latency test.
+    pub probe: LatencySpec,
+    /// The background: one inbound point, without a rate (each load sets it).
+    pub background: TputSpec,
+    pub loads: Vec<Load>,
+    /// `--burst` of the background's token buckets.
+    pub burst: Option<u32>,
+}
+
+/// Builds the run from arguments, refusing bad input (exit 2) before any
+/// verbs object exists.
+pub fn spec_from_args(verb: VerbKind, a: &TestArgs, text: &str) -> Result<UnderLoadSpec> {
+    for id in &a.given {
+        if let Some(why) = crate::cli::inapplicable_under_load(id, verb) {
+            return Err(Error::usage(format!(
+                "--{} does not apply to --under-load: {why}",
+                id.replace('_', "-")
+            )));
+        }
+    }
+    let loads = parse_loads(text)?;
+    let probe = super::latency::spec_from_args(verb, a)?;
+    let [size] = probe.sizes[..] else {
+        return Err(Error::usage(format!(
+            "--size: --under-load measures one size, not {}",
+            probe.sizes.len()
+        )));
+    };
+    let mut b = a.clone();
+    b.tput = Some("inbound".into());
+    b.size = Some(size.to_string());
+    b.completion = false;
+    b.iters = None;
+    b.duration = Some(SATURATION_WINDOW_S);
+    b.rate = None;
+    b.burst = None;
+    b.imm = a.imm && verb == VerbKind::Send;
+    let bg_verb = if verb == VerbKind::Echo {
+        VerbKind::Write
+    } else {
+        verb
+    };
+    let (background, _) = super::tput::spec_from_args(bg_verb, &b)?;
+    if background.points.len() != 1 {
+        return Err(Error::usage(format!(
+            "--under-load: the background is one point, but -c/-q/--threads/-S/--postlist/--window give {}",
+            background.points.len()
+        )));
+    }
+    let spec = UnderLoadSpec {
+        probe,
+        background,
+        loads,
+        burst: a.burst,
+    };
+    // --burst alone (percentages are checked once the saturated rate is known).
+    let p = &spec.background.points[0];
+    let any = RateLimit {
+        mops: crate::spec::MAX_RATE_MOPS,
+        per_qp: false,
+        burst: a.burst,
+    };
+    any.validate()?;
+    any.validate_point(p.window, p.postlist, p.total_qps(), SATURATION_WINDOW_S)?;
+    for load in &spec.loads {
+        if let Load::Mops(m) = load {
+            spec.loaded(Some(*m))?;
+        }
+    }
+    Ok(spec)
+}
+
+impl UnderLoadSpec {
+    /// The background spec at an offered rate (`None`: unlimited), checked.
+    fn loaded(&self, offered: Option<f64>) -> Result<TputSpec> {
+        let mut bg = self.background.clone();
+        bg.rate = offered.map(|mops| RateLimit {
+            mops,
+            per_qp: false,
+            burst: self.burst,
+        });
+        bg.validate()?;
+        Ok(bg)
+    }
+
+    fn needs_saturation(&self) -> bool {
+        self.loads.iter().any(|l| matches!(l, Load::Fraction(_)))
+    }
+
+    /// The measuring threads: (client side, server side) in loopback.
+    pub fn threads(&self) -> (usize, usize) {
+        (self.background.points[0].threads as usize + 1, 2)
+    }
+
+    /// Runs every load; `on_record` sees each point as it is measured.
+    pub fn execute(
+        &self,
+        port: &Port,
+        clock: &Clock,
+        series: Option<&str>,
+        on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
+    ) -> Result<()> {
+        // The saturated rate is what the unlimited background achieves
+        // beside the probe (the `max` point, measured first): percentages
+        // are of what the background can do while latency is measured.
+        let mut at_max = None;
+        let saturated = if self.needs_saturation() {
+            let bg = self.loaded(None)?;
+            let point = self.point(&bg, port, clock)?;
+            let mops = point.0.report.mops;
+            at_max = Some((bg, point));
+            Some(mops)
+        } else {
+            None
+        };
+        for load in &self.loads {
+            let (bg, (bg_out, mut rec, peer)) = match (load, at_max.take()) {
+                (Load::Max, Some(measured)) => measured,
+                (_, kept) => {
+                    at_max = kept;
+                    let bg = self.loaded(load.offered_mops(saturated))?;
+                    let point = self.point(&bg, port, clock)?;
+                    (bg, point)
+                }
+            };
+            let p = &bg.points[0];
+            rec.series = series.map(str::to_string);
+            rec.load = Some(load.label());
+            rec.offered_mops = bg.rate.map(|r| r.offered_mops(p.total_qps()));
+            rec.achieved_mops = Some(bg_out.report.mops);
+            rec.saturated_mops = saturated;
+            let r = &bg_out.report;
+            rec.background = Some(BackgroundLoad {
+                verb: bg.verb.name().into(),
+                direction: bg.direction.name().into(),
+                size: p.size,
+                qps: p.qps,
+                threads: p.threads,
+                window: p.window,
+                postlist: p.postlist,
+                signal_period: p.signal_period,
+                burst: bg.rate.map(|r| r.burst_for(p.postlist)),
+                ops: r.ops,
+                elapsed_s: r.elapsed_s,
+                per_qp_ops: r.per_qp_ops.clone(),
+                device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
+            });
+            on_record(Record::Latency(rec), &peer)?;
+        }
+        Ok(())
+    }
+
+    /// One loaded point: the background on its own threads, held open
+    /// while the probe measures on this one.
+    fn point(
+        &self,
+        bg: &TputSpec,
+        port: &Port,
+        clock: &Clock,
+    ) -> Result<(TputOutcome, LatencyRecord, PeerInfo)> {
+        let hold = LoadHold::default();
+        let threads = bg.points[0].threads;
+        std::thread::scope(|s| {
+            let bg_thread = s.spawn(|| background(bg, port, clock, Some(&hold)));
+            // The probe's client pins past the issuers (this thread's pins only).
+            crate::affinity::shift_pins(threads as usize);
+            let probed = wait_open(&hold, threads, bg.timeout_s, || bg_thread.is_finished())
+                .and_then(|()| probe(&self.probe, port, clock));
+            crate::affinity::shift_pins(0);
+            hold.release();
+            let loaded = bg_thread.join().unwrap_or(Err(Error::Interrupted));
+            match (probed, loaded) {
+                (Ok((rec, peer)), Ok(out)) => Ok((out, rec, peer)),
+                // The probe stopped because the background failed: its error says why.
+                (Err(Error::Interrupted), Err(e)) => Err(e),
+                (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            }
+        })
+    }
+}
+
+/// Waits (outside any measurement) until all `threads` background issuers
+/// have opened their windows.
+fn wait_open(
+    hold: &LoadHold,
+    threads: u32,
+    timeout_s: f64,
+    finished: impl Fn() -> bool,
+) -> Result<()> {
+    let start = Instant::now();
+    let limit = Duration::from_secs_f64(timeout_s);
+    while hold.open_threads() < threads {
+        if aborted() || finished() {
+            return Err(Error::Interrupted);
+        }
+        if start.elapsed() > limit {
+            return Err(Error::Timeout {
+                what: "the background load's window to open".into(),
+                secs: timeout_s,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(())
+}
+
+/// The background: one inbound throughput point in loopback.
+fn background(
+    bg: &TputSpec,
+    port: &Port,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
+) -> Result<TputOutcome> {
+    let mut out = None;
+    super::loopback(port, clock, bg.timeout_s, |ctl| {
+        run_tput_client_held(bg, port, ctl, clock, hold, |o| {
+            out = Some(o);
+            Ok(())
+        })
+    })?;
+    out.ok_or(Error::Interrupted)
+}
+
+/// The probe: the verb's latency test, one size, in loopback.
+fn probe(spec: &LatencySpec, port: &Port, clock: &Clock) -> Result<(LatencyRecord, PeerInfo)> {
+    let mut out = None;
+    super::loopback(port, clock, spec.timeout_s, |ctl| {
+        run_client(spec, port, ctl, clock, |p| {
+            out = Some((super::latency::record(spec, &p), p.peer.clone()));
+            Ok(())
+        })
+    })?;
+    out.ok_or(Error::Interrupted)
+}

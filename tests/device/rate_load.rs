@@ -1,0 +1,196 @@
+//! `--rate` (token-bucket issuers) and `--under-load` (latency beside
+//! background load) on the device.
+
+use rdma_bench::results::TputRecord;
+
+fn one_tput(name: &str, args: &[&str]) -> TputRecord {
+    let (doc, _) = super::latency(name, args);
+    let mut t: Vec<TputRecord> = doc.throughput().cloned().collect();
+    assert_eq!(t.len(), 1, "{name}: one point");
+    t.remove(0)
+}
+
+/// Relative error of `got` against `want`.
+fn error(got: f64, want: f64) -> f64 {
+    (got - want) / want
+}
+
+/// Attempts at a rate check: the shared host's load moves rxe's saturated
+/// rate by several times from one second to the next, so a half measured
+/// just before can be out of reach; every attempt is printed.
+const ATTEMPTS: usize = 3;
+
+/// Measures the saturated rate of `shape`, then runs it at half that (per
+/// QP with `per_qp`: a quarter on each of 2 QPs, `--burst 2`); returns the
+/// record and its error against the offered rate, and the device's error.
+fn at_half(name: &str, shape: &[&str], per_qp: bool) -> (TputRecord, f64, f64) {
+    let sat = one_tput(&format!("{name}sat"), shape);
+    assert!(sat.offered_mops.is_none(), "unlimited: no offered rate");
+    let half = sat.mops / 2.0;
+    let rate = if per_qp { half / 2.0 } else { half };
+    let rate_s = format!("{rate}");
+    let mut args = shape.to_vec();
+    args.extend_from_slice(&["--rate", &rate_s]);
+    if per_qp {
+        args.extend_from_slice(&["--rate-per-qp", "--burst", "2"]);
+    }
+    let r = one_tput(name, &args);
+    let offered = r.offered_mops.expect("offered_mops recorded");
+    assert!((offered - half).abs() < 1e-9, "{offered} vs {half}");
+    assert_eq!(r.rate_per_qp, per_qp);
+    let err = error(r.mops, offered);
+    // The device saw the same rate: UC WRITE sends one packet per WR.
+    let dc = r.device_counters.as_ref().expect("device counters");
+    let pkts = *dc.get("sent_pkts").expect("sent_pkts") as f64;
+    let dev_err = error(pkts / r.elapsed_s / 1e6, offered);
+    eprintln!(
+        "MEASURED: {name}: saturated {:.6} Mops; offered {offered:.6} ({}): achieved {:.6} Mops, error {:+.2}%; device sent_pkts {pkts} over {:.3} s, error {:+.2}%; per QP {:?}",
+        sat.mops,
+        if per_qp { "per QP x 2, --burst 2" } else { "per process" },
+        r.mops,
+        err * 100.0,
+        r.elapsed_s,
+        dev_err * 100.0,
+        r.per_qp_ops
+    );
+    (r, err, dev_err)
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn rate_at_half_the_saturated_rate_holds_within_5_percent() {
+    // UC WRITE: one packet per WR, so the device's sent_pkts witness the WRs.
+    let one = [
+        "write", "--tput", "inbound", "-c", "uc", "-s", "64", "-D", "1",
+    ];
+    let mut two = one.to_vec();
+    two.extend_from_slice(&["-q", "2"]);
+    for (name, shape, per_qp) in [("rate", &one[..], false), ("rateqp", &two[..], true)] {
+        let mut errors = Vec::new();
+        let held = (0..ATTEMPTS).any(|_| {
+            let (r, err, dev_err) = at_half(name, shape, per_qp);
+            errors.push((err, dev_err));
+            if per_qp {
+                let (a, b) = (r.per_qp_ops[0] as f64, r.per_qp_ops[1] as f64);
+                assert!(
+                    (a - b).abs() / a.max(b) < 0.05,
+                    "QPs share evenly: {a} vs {b}"
+                );
+                assert_eq!(r.burst, Some(2));
+            }
+            err.abs() < 0.05 && dev_err.abs() < 0.05
+        });
+        assert!(
+            held,
+            "{name}: (achieved, device) errors {errors:?} all outside 5%"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn under_load_points_rise_in_achieved_mops() {
+    // 4 KiB WRITEs: on rxe the CPU is the NIC, and only messages this large
+    // make the background's work queue up in front of the probe's.
+    let (doc, csv) = super::latency(
+        "underload",
+        &[
+            "write",
+            "--completion",
+            "-s",
+            "4096",
+            "--under-load",
+            "10%,50%,max",
+            "-D",
+            "1",
+        ],
+    );
+    let pts: Vec<_> = doc.latency().collect();
+    assert_eq!(pts.len(), 3, "one record per load");
+    assert_eq!(csv.lines().count(), 4, "one CSV row per load");
+    assert!(csv.lines().next().unwrap().contains("achieved_mops"));
+    let labels: Vec<&str> = pts.iter().map(|r| r.load.as_deref().unwrap()).collect();
+    assert_eq!(labels, ["10%", "50%", "max"]);
+    let sat = pts[2].saturated_mops.expect("saturated rate recorded");
+    for r in &pts {
+        let bg = r.background.as_ref().expect("background recorded");
+        let achieved = r.achieved_mops.unwrap();
+        eprintln!(
+            "MEASURED: load {}: offered {:?} achieved {achieved:.6} Mops (saturated {sat:.6}); probe p50 {:.0} ns p99 {:.0} ns p99.9 {:.0} ns over {} samples; background {} ops in {:.3} s, probe {:.3} s",
+            r.load.as_deref().unwrap(),
+            r.offered_mops,
+            r.stats.p50_ns,
+            r.stats.p99_ns,
+            r.stats.p999_ns,
+            r.stats.samples,
+            bg.ops,
+            bg.elapsed_s,
+            r.elapsed_s
+        );
+        // The background's window spans the probe's measurement.
+        assert!(bg.elapsed_s >= r.elapsed_s, "{bg:?} vs {}", r.elapsed_s);
+        assert_eq!(bg.per_qp_ops.iter().sum::<u64>(), bg.ops);
+        assert!(r.stats.samples > 100, "{r:?}");
+        // The device carried the background's WRs (RC: request + ACK each, both on rxe0).
+        let dc = bg
+            .device_counters
+            .as_ref()
+            .expect("background device counters");
+        let pkts = dc["sent_pkts"];
+        assert!(
+            pkts >= bg.ops,
+            "device sent {pkts} packets for {} WRs",
+            bg.ops
+        );
+    }
+    for (r, pct) in pts.iter().zip([0.1, 0.5]) {
+        let offered = r.offered_mops.unwrap();
+        assert!(
+            (offered - sat * pct).abs() < 1e-9,
+            "{offered} vs {pct} x {sat}"
+        );
+    }
+    assert!(pts[2].offered_mops.is_none(), "max is unlimited");
+    let mops: Vec<f64> = pts.iter().map(|r| r.achieved_mops.unwrap()).collect();
+    assert!(
+        mops[0] < mops[1] && mops[1] < mops[2],
+        "achieved Mops rise with the load: {mops:?}"
+    );
+}
+
+/// Issue 15's tail criterion, on its own so that its result is visible by
+/// name: on soft-RoCE in a TCG guest the probe's p99 is mostly the shared
+/// host's scheduling noise (rxe's "NIC" is the CPU that posts, and the probe
+/// has its own vCPU), so this can fail there without anything being wrong.
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn under_load_p99_at_max_is_not_below_p99_at_10_percent() {
+    let (doc, _) = super::latency(
+        "underloadp99",
+        &[
+            "write",
+            "--completion",
+            "-s",
+            "4096",
+            "--under-load",
+            "10%,max",
+            "-D",
+            "1",
+        ],
+    );
+    let pts: Vec<_> = doc.latency().collect();
+    assert_eq!(pts.len(), 2);
+    eprintln!(
+        "MEASURED: probe p99 at 10% {:.0} ns ({:.6} Mops beside it), at max {:.0} ns ({:.6} Mops)",
+        pts[0].stats.p99_ns,
+        pts[0].achieved_mops.unwrap(),
+        pts[1].stats.p99_ns,
+        pts[1].achieved_mops.unwrap()
+    );
+    assert!(
+        pts[1].stats.p99_ns >= pts[0].stats.p99_ns,
+        "p99 at max {} below p99 at 10% {}",
+        pts[1].stats.p99_ns,
+        pts[0].stats.p99_ns
+    );
+}
