@@ -67,6 +67,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         mtu: None,
         bidirectional: false,
         srq: false,
+        connection: "gid".into(),
         iters: 100_000,
         warmup_dropped: 1000,
         elapsed_s: 2.0,

@@ -129,6 +129,11 @@ pub struct ServeArgs {
     /// Seconds a client may stay silent during the handshake.
     #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
+    /// Port of the rdma_cm listener a `--cm` client's session opens (default:
+    /// an ephemeral port, announced over the control channel).
+    #[arg(long, value_name = "PORT", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..))]
+    pub cm_port: Option<u16>,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -242,6 +247,10 @@ pub struct TestArgs {
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub mtu: Option<i64>,
+    /// Connect the measured QPs with rdma_cm (address and route resolution,
+    /// connect/accept) instead of exchanging GIDs and QP numbers; RC only.
+    #[arg(short = 'R', long)]
+    pub cm: bool,
     /// Throughput: offered rate of this process's issuers in Mops, split evenly
     /// over their threads and QPs (a token bucket per QP).
     #[arg(long, value_name = "MOPS", allow_negative_numbers = true)]

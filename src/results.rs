@@ -254,6 +254,10 @@ pub struct TputRecord {
     /// Bidirectional only: what each side issued, the client's first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<Vec<DirectionFigure>>,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -429,6 +433,10 @@ pub struct LatencyRecord {
     pub bidirectional: bool,
     #[serde(default)]
     pub srq: bool,
+    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
+    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
+    #[serde(default = "crate::spec::gid_connection")]
+    pub connection: String,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -495,6 +503,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "mtu",
     "bidirectional",
     "srq",
+    "connection",
     "signal_period",
     "effective_signal_period",
     "qps",
@@ -540,6 +549,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "mtu",
     "bidirectional",
     "srq",
+    "connection",
     "iters",
     "warmup_dropped",
     "elapsed_s",

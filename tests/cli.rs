@@ -33,6 +33,10 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--bidirectional: each side issues outbound to the other",
         ),
         (
+            &["write", "--tput", "outbound", "-b", "--cm"],
+            "--cm: not with --bidirectional",
+        ),
+        (
             &["write", "--tput", "outbound", "-b", "--rate", "0.1"],
             "--rate: not with --bidirectional",
         ),
@@ -114,6 +118,22 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             &["write", "--tput", "inbound", "--sl", "99"],
             "--sl 99: must be 0..=15",
         ),
+        // --cm: rdma_cm connects RC QP pairs only, before any device is opened.
+        (
+            &["write", "--cm", "-c", "uc"],
+            "--cm -c uc: librdmacm has no UC",
+        ),
+        (
+            &["send", "-R", "-c", "ud"],
+            "--cm -c ud: rdma-bench connects only RC",
+        ),
+        (
+            &["write", "--tput", "inbound", "--cm", "-c", "rc,uc"],
+            "--cm -c uc: librdmacm has no UC",
+        ),
+        (&["echo", "--tput", "--cm"], "--cm: echo throughput"),
+        (&["serve", "--cm-port", "0"], "--cm-port"),
+        (&["serve", "--cm-port", "70000"], "--cm-port"),
         // Throughput validation, before any device is opened.
         (&["write", "--tput", "sideways"], "--tput sideways"),
         (&["write", "--tput"], "--tput"),

@@ -10,6 +10,8 @@ mod common;
 // (topic modules: keep this list sorted)
 #[path = "device/bidir_srq.rs"]
 mod bidir_srq;
+#[path = "device/cm.rs"]
+mod cm;
 #[path = "device/rate_load.rs"]
 mod rate_load;
 

@@ -3,6 +3,7 @@
 //! point. Results come back as plain structs; printing and saving them is
 //! `output`'s and `export`'s business.
 
+pub mod cm;
 pub mod counters;
 pub mod group;
 pub mod latency;

@@ -38,6 +38,9 @@ pub struct Port {
     inline: [OnceLock<u32>; 3],
     /// The port's own counters (sysfs), the witness for rdma-bench's counts.
     pub counters: DeviceCounters,
+    /// The port a `--cm` session's rdma_cm listener binds (`serve
+    /// --cm-port`; 0: an ephemeral one).
+    pub cm_port: u16,
 }
 
 impl Port {
@@ -118,6 +121,7 @@ impl Port {
             attr,
             inline: Default::default(),
             counters: DeviceCounters::open(&name, choice.ib_port),
+            cm_port: 0,
         })
     }
 

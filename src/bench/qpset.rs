@@ -12,7 +12,7 @@ use crate::verbs::{
 };
 
 use super::port::{Port, MAX_CQE};
-use crate::spec::PathSpec;
+use crate::spec::{Connection, PathSpec};
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -54,6 +54,8 @@ pub struct QpSet {
     lid: u16,
     gid: Gid,
     config: PortConfig,
+    /// `--cm`: rdma_cm brings the QPs to RTS (`bench::cm`), not `connect`.
+    connection: Connection,
     pd: Arc<ProtectionDomain>,
 }
 
@@ -101,25 +103,44 @@ impl QpSet {
             lid: port.lid,
             gid: port.gid,
             config,
+            connection: shape.path.connection,
             pd: port.pd.clone(),
         })
     }
 
     /// What the peer needs per QP: the QP, and its region as the RDMA target.
+    /// With `--cm` the GID, LID and PSN stay zero (rdma_cm resolves the path
+    /// and chooses the PSNs); the QP number only names which QP a request
+    /// is for.
     pub fn endpoints(&self) -> Vec<Endpoint> {
+        let cm = self.connection == Connection::Cm;
         self.qps
             .iter()
             .enumerate()
-            .map(|(i, qp)| Endpoint {
-                addr: self.mr.addr() + self.offset(i) as u64,
-                rkey: self.mr.rkey(),
-                len: self.region as u64,
-                ..qp.endpoint(self.lid, self.gid, self.psns[i])
+            .map(|(i, qp)| {
+                let e = if cm {
+                    qp.endpoint(0, Gid::default(), 0)
+                } else {
+                    qp.endpoint(self.lid, self.gid, self.psns[i])
+                };
+                Endpoint {
+                    addr: self.mr.addr() + self.offset(i) as u64,
+                    rkey: self.mr.rkey(),
+                    len: self.region as u64,
+                    ..e
+                }
             })
             .collect()
     }
 
-    /// Brings QP i to RTS towards `remotes[i]` (UD: makes an address handle to it).
+    /// The port settings these QPs connect with (what `bench::cm` applies).
+    pub fn config(&self) -> &PortConfig {
+        &self.config
+    }
+
+    /// Brings QP i to RTS towards `remotes[i]` (UD: makes an address handle
+    /// to it). With `--cm` the QPs were (server) or will be (client) brought
+    /// to RTS by rdma_cm instead; only the remote buffers are taken here.
     pub fn connect(&mut self, remotes: &[Endpoint]) -> Result<()> {
         if remotes.len() != self.qps.len() {
             return Err(Error::Peer {
@@ -132,6 +153,9 @@ impl QpSet {
             });
         }
         for (i, qp) in self.qps.iter().enumerate() {
+            if self.connection == Connection::Cm {
+                continue;
+            }
             qp.to_rts(&self.config, self.psns[i], &remotes[i])?;
             if qp.transport() == Transport::Ud {
                 self.ahs[i] = Some(self.address(&remotes[i])?);

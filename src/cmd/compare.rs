@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --bidirectional, --srq";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --cm, --bidirectional, --srq";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -86,6 +86,16 @@ fn bidir_srq_key(bidirectional: bool, srq: bool) -> &'static str {
         (true, false) => " bidirectional",
         (false, true) => " srq",
         (true, true) => " bidirectional srq",
+    }
+}
+
+/// `--cm` joins the key; GID-connected points (and older files, which have
+/// no `connection`) add nothing, so they line up as before.
+fn cm_key(connection: &str) -> &'static str {
+    if connection == "cm" {
+        " cm"
+    } else {
+        ""
     }
 }
 
@@ -129,7 +139,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -138,6 +148,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
                 path_key(l.tclass, l.sl, l.flow_label, l.mtu),
+                cm_key(&l.connection),
                 l.size
             ) + &load_key(l),
             "p50_ns",
@@ -145,7 +156,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
@@ -159,6 +170,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 sge(t.sge),
                 path_key(t.tclass, t.sl, t.flow_label, t.mtu),
                 bidir_srq_key(t.bidirectional, t.srq),
+                cm_key(&t.connection),
                 t.size,
                 t.signal_period,
                 t.threads,
@@ -487,6 +499,7 @@ mod tests {
                     mtu: None,
                     bidirectional: false,
                     srq: false,
+                    connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
                     elapsed_s: 1.0,
@@ -701,5 +714,23 @@ mod tests {
         assert_eq!(row(4096).values, vec![Some(9000.0), None], "only in A");
         assert_eq!(row(8192).values, vec![None, Some(5000.0)], "only in B");
         assert_eq!(cmp.rows.len(), 4);
+    }
+
+    #[test]
+    fn cm_joins_the_key_and_older_files_count_as_gid() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let gid = d.results[0].clone();
+        let mut cm = gid.clone();
+        if let Record::Latency(l) = &mut cm {
+            l.connection = "cm".into();
+        }
+        assert!(point_key(&cm).0.contains(" cm "), "{}", point_key(&cm).0);
+        assert_ne!(point_key(&gid).0, point_key(&cm).0);
+        // A record from before --cm has no `connection`: it reads as "gid"
+        // and lines up with a GID-connected point of a newer file.
+        let mut v = serde_json::to_value(&gid).unwrap();
+        v.as_object_mut().unwrap().remove("connection");
+        let old: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&old).0, point_key(&gid).0);
     }
 }

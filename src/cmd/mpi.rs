@@ -96,6 +96,11 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
             "--connect: under mpirun, rank 0 is the server",
         ));
     }
+    if args.cm {
+        return Err(Error::usage(
+            "--cm: under mpirun the ranks have no IP control channel to learn rank 0's address from; run --cm with serve/--connect",
+        ));
+    }
     let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Funneled)
         .ok_or_else(|| Error::usage("MPI was already initialised"))?;
     let world = universe.world();

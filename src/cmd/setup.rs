@@ -13,9 +13,17 @@ use crate::error::{Error, Result};
 use crate::results::{now_utc, DeviceInfo, HostInfo, PeerDoc, ResultsDoc, SCHEMA_VERSION};
 use crate::verbs::Transport;
 
-/// `--tclass`, `--sl`, `--flow-label` and `--mtu`, range-checked.
+/// `--tclass`, `--sl`, `--flow-label` and `--mtu`, range-checked, and `--cm`.
 pub fn path_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::PathSpec> {
-    crate::spec::PathSpec::from_options(a.tclass, a.sl, a.flow_label, a.mtu)
+    let path = crate::spec::PathSpec::from_options(a.tclass, a.sl, a.flow_label, a.mtu)?;
+    Ok(crate::spec::PathSpec {
+        connection: if a.cm {
+            crate::spec::Connection::Cm
+        } else {
+            crate::spec::Connection::Gid
+        },
+        ..path
+    })
 }
 
 /// Parses `rc`, `uc`, `ud` or a comma list of them.

@@ -225,6 +225,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        connection: spec.path.connection.name().to_string(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period

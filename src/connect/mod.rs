@@ -44,6 +44,10 @@ pub enum Message {
         /// The server's host name, so results name both sides.
         #[serde(default)]
         host: String,
+        /// `--cm` tests: the port of the rdma_cm listener this session
+        /// opened (the client connects to it at the control peer's address).
+        #[serde(default)]
+        cm_port: Option<u16>,
     },
     /// Either side: cannot run this; `reason` says which parameter and why.
     Refuse { reason: String },
@@ -121,4 +125,9 @@ pub trait Control {
     }
     /// Who the peer is, for error messages.
     fn peer(&self) -> String;
+    /// The peer's IP address where the channel runs over IP (`--cm`
+    /// connects there); `None` in loopback.
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        None
+    }
 }

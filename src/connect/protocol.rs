@@ -106,6 +106,8 @@ pub struct Accepted {
     /// The server's QP and buffer (latency tests).
     pub endpoint: Option<Endpoint>,
     pub peer: PeerInfo,
+    /// `--cm`: the port of the server's rdma_cm listener for this session.
+    pub cm_port: Option<u16>,
 }
 
 /// Client side of the handshake: sends the `Hello` and waits for `Accept`.
@@ -127,10 +129,12 @@ pub fn hello(
             endpoint,
             device,
             host,
+            cm_port,
         } => Some((
             *version,
             Accepted {
                 endpoint: *endpoint,
+                cm_port: *cm_port,
                 peer: PeerInfo {
                     host: std::mem::take(host),
                     device: std::mem::take(device),
@@ -143,13 +147,20 @@ pub fn hello(
     Ok(accepted)
 }
 
-/// Server side of the handshake: accepts the test.
-pub fn accept(ctl: &mut dyn Control, endpoint: Option<Endpoint>, device: &str) -> Result<()> {
+/// Server side of the handshake: accepts the test (`cm_port`: the session's
+/// rdma_cm listener, for `--cm` tests).
+pub fn accept(
+    ctl: &mut dyn Control,
+    endpoint: Option<Endpoint>,
+    device: &str,
+    cm_port: Option<u16>,
+) -> Result<()> {
     ctl.send(&Message::Accept {
         version: PROTOCOL_VERSION,
         endpoint,
         device: device.to_string(),
         host: local_host(),
+        cm_port,
     })
 }
 

@@ -129,6 +129,10 @@ impl Control for TcpChannel {
     fn peer(&self) -> String {
         self.peer.clone()
     }
+
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.stream.peer_addr().ok().map(|a| a.ip())
+    }
 }
 
 impl TcpChannel {

@@ -103,6 +103,7 @@ impl LatencySpec {
         }
         check_range("--warmup", self.warmup, 0, MAX_ITERS, "")?;
         check_timeout(self.timeout_s)?;
+        self.path.check_transport(self.transport)?;
         self.path.validate()
     }
 

@@ -122,9 +122,30 @@ pub const MAX_SL: u8 = 15;
 /// Largest GRH flow label (20 bits).
 pub const MAX_FLOW_LABEL: u32 = 0xF_FFFF;
 
+/// How a run's QPs are connected: by GIDs and QP numbers exchanged over the
+/// control channel (the default), or by rdma_cm (`--cm`: address and route
+/// resolution, connect/accept), which iWARP needs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Connection {
+    #[default]
+    Gid,
+    Cm,
+}
+
+impl Connection {
+    pub fn name(self) -> &'static str {
+        match self {
+            Connection::Gid => "gid",
+            Connection::Cm => "cm",
+        }
+    }
+}
+
 /// QoS and path of every QP a run connects (`--tclass`, `--sl`,
 /// `--flow-label`, `--mtu`): `None` where not given (traffic class, SL and
-/// flow label 0, the port's active MTU). Both sides apply the client's values.
+/// flow label 0, the port's active MTU), and how the QPs are connected
+/// (`--cm`). Both sides apply the client's values.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default)]
 pub struct PathSpec {
@@ -132,6 +153,7 @@ pub struct PathSpec {
     pub sl: Option<u8>,
     pub flow_label: Option<u32>,
     pub mtu: Option<u32>,
+    pub connection: Connection,
 }
 
 impl PathSpec {
@@ -160,6 +182,7 @@ impl PathSpec {
             sl: sl.map(|v| v as u8),
             flow_label: flow_label.map(|v| v as u32),
             mtu: mtu.map(|v| v as u32),
+            connection: Connection::Gid,
         };
         path.validate()?;
         Ok(path)
@@ -177,6 +200,19 @@ impl PathSpec {
             check_mtu(i64::from(v))?;
         }
         Ok(())
+    }
+
+    /// Refuses `--cm` with a transport rdma_cm cannot connect here.
+    pub fn check_transport(&self, t: Transport) -> Result<()> {
+        match (self.connection, t) {
+            (Connection::Cm, Transport::Uc) => Err(Error::usage(
+                "--cm -c uc: librdmacm has no UC (rdma_cm connects RC and UD QPs only); use -c rc, or drop --cm",
+            )),
+            (Connection::Cm, Transport::Ud) => Err(Error::usage(
+                "--cm -c ud: rdma-bench connects only RC QPs through rdma_cm (UD over RDMA_PS_UDP is not wired); use -c rc, or drop --cm",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The MTU QPs run with: the requested one, else the port's active MTU.
@@ -239,6 +275,11 @@ pub const MIN_SIZE: u32 = 1;
 pub const MAX_SGE: u32 = 1024;
 
 /// `--sge` for the serde default of files written before it existed.
+/// What a record from before `--cm` was connected by.
+pub fn gid_connection() -> String {
+    "gid".to_string()
+}
+
 pub fn one_sge() -> u32 {
     1
 }
@@ -353,7 +394,8 @@ mod range_tests {
                 tclass: Some(32),
                 sl: Some(1),
                 flow_label: Some(7),
-                mtu: Some(512)
+                mtu: Some(512),
+                connection: super::Connection::Gid,
             }
         );
         assert_eq!(

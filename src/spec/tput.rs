@@ -228,7 +228,13 @@ impl TputSpec {
         check_timeout(self.timeout_s)?;
         check_range("--group", self.group, 1, MAX_GROUP, "")?;
         self.path.validate()?;
+        if self.path.connection == Connection::Cm && self.direction == Direction::Echo {
+            return Err(Error::usage(
+                "--cm: echo throughput answers through UD QPs and a server QP shared by its clients; --cm connects RC QP pairs only (use write/read/send/atomic --tput, or drop --cm)",
+            ));
+        }
         for p in &self.points {
+            self.path.check_transport(p.transport)?;
             self.validate_point(p)?;
         }
         if let Some(r) = &self.rate {
@@ -254,6 +260,11 @@ impl TputSpec {
                     ))
                 }
                 Direction::Outbound => {}
+            }
+            if self.path.connection == Connection::Cm {
+                return Err(Error::usage(
+                    "--cm: not with --bidirectional (its QPs are connected over the control channel)",
+                ));
             }
             if self.rate.is_some() {
                 return Err(Error::usage(

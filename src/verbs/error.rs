@@ -23,6 +23,18 @@ pub enum Verb {
     PollCq,
     CreateSrq,
     PostSrqRecv,
+    CmCreateChannel,
+    CmCreateId,
+    CmSetOption,
+    CmBindAddr,
+    CmListen,
+    CmResolveAddr,
+    CmResolveRoute,
+    CmConnect,
+    CmAccept,
+    CmEstablish,
+    CmInitQpAttr,
+    CmGetEvent,
 }
 
 impl fmt::Display for Verb {
@@ -44,6 +56,18 @@ impl fmt::Display for Verb {
             Verb::PollCq => "ibv_poll_cq",
             Verb::CreateSrq => "ibv_create_srq",
             Verb::PostSrqRecv => "ibv_post_srq_recv",
+            Verb::CmCreateChannel => "rdma_create_event_channel",
+            Verb::CmCreateId => "rdma_create_id",
+            Verb::CmSetOption => "rdma_set_option",
+            Verb::CmBindAddr => "rdma_bind_addr",
+            Verb::CmListen => "rdma_listen",
+            Verb::CmResolveAddr => "rdma_resolve_addr",
+            Verb::CmResolveRoute => "rdma_resolve_route",
+            Verb::CmConnect => "rdma_connect",
+            Verb::CmAccept => "rdma_accept",
+            Verb::CmEstablish => "rdma_establish",
+            Verb::CmInitQpAttr => "rdma_init_qp_attr",
+            Verb::CmGetEvent => "rdma_get_cm_event",
         };
         f.write_str(name)
     }
@@ -75,6 +99,16 @@ pub enum VerbsError {
         vendor_err: u32,
         wr_id: u64,
     },
+    /// rdma_cm answered a step with the wrong event (a reject, an
+    /// unreachable peer, a disconnect) or with an error status.
+    #[error("{verb} on {object}: rdma_cm answered {event} (status {status}{detail})")]
+    CmEvent {
+        verb: Verb,
+        object: String,
+        event: String,
+        status: i32,
+        detail: String,
+    },
     #[error("{0}")]
     Invalid(String),
 }
@@ -96,6 +130,11 @@ impl VerbsError {
         let hint = match (verb, source.raw_os_error()) {
             (Verb::RegMr, Some(libc::ENOMEM)) | (Verb::RegMr, Some(libc::EPERM)) => {
                 " (the locked-memory limit is too low: raise it with `ulimit -l unlimited`)"
+            }
+            // The shim answers EOPNOTSUPP for every rdma_* call when it could
+            // not dlopen librdmacm.so.1 (or the symbol is missing).
+            (Verb::CmCreateChannel, Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) | Some(libc::ENOENT)) => {
+                " (--cm needs librdmacm.so.1 (Debian: librdmacm1) and the rdma_ucm kernel module (/dev/infiniband/rdma_cm))"
             }
             _ => "",
         };

@@ -6,6 +6,7 @@
 
 mod addr;
 mod ah;
+mod cm;
 mod cq;
 mod device;
 mod error;
@@ -17,6 +18,7 @@ mod wr;
 
 pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
+pub use cm::{event as cm_event, event_name as cm_event_name, CmEvent, CmId, EventChannel};
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{
     default_gid_index, device_names, AtomicCap, Context, DeviceAttr, Gid, GidEntry, GidKind,

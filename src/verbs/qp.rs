@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::addr::{ah_attr, Endpoint, PortConfig};
 use super::ah::AddressHandle;
+use super::cm::CmId;
 use super::cq::CompletionQueue;
 use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
@@ -170,6 +171,9 @@ pub struct QueuePair {
     max_recv_wr: u32,
     /// Released after the QP is destroyed (fields drop after `Drop::drop`).
     keep: KeepAlive,
+    /// The rdma_cm id that connected this QP (`--cm`), destroyed (and so
+    /// disconnected) only after the QP.
+    link: Option<CmId>,
     _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
@@ -253,6 +257,7 @@ impl QueuePair {
             max_send_wr: cap.max_send_wr,
             max_recv_wr: cap.max_recv_wr,
             keep: KeepAlive::default(),
+            link: None,
             _pd: pd,
             _send_cq: send_cq,
             _recv_cq: recv_cq,
@@ -279,6 +284,56 @@ impl QueuePair {
 
     pub fn max_recv_wr(&self) -> u32 {
         self.max_recv_wr
+    }
+
+    /// Brings this QP (in INIT) to RTR and RTS with the attributes rdma_cm
+    /// negotiated on `id` (path, remote QP number, PSNs), overlaid with
+    /// `port`'s MTU, traffic class, flow label and SL and the RC timeouts and
+    /// READ depth `to_rts` uses, so a QP connected either way runs alike.
+    /// Where rdma_cm drives the QP itself (iWARP's iw_cm returns an empty
+    /// mask) nothing is modified.
+    pub fn ready_via(&self, id: &CmId, port: &PortConfig) -> Result<()> {
+        use ffi::ibv_qp_attr_mask as m;
+        let rc = self.transport == Transport::Rc;
+        for (state, step) in [
+            (ffi::ibv_qp_state::IBV_QPS_RTR, "RTR via rdma_cm"),
+            (ffi::ibv_qp_state::IBV_QPS_RTS, "RTS via rdma_cm"),
+        ] {
+            let (mut attr, mut mask) = id.init_qp_attr(state, step, self.qpn)?;
+            if mask == 0 {
+                continue;
+            }
+            if state == ffi::ibv_qp_state::IBV_QPS_RTR {
+                attr.path_mtu = mtu_enum(port.mtu);
+                attr.ah_attr.sl = port.sl;
+                if attr.ah_attr.is_global != 0 {
+                    attr.ah_attr.grh.traffic_class = port.traffic_class;
+                    attr.ah_attr.grh.flow_label = port.flow_label;
+                }
+                mask |= m::IBV_QP_PATH_MTU.0;
+                if rc {
+                    attr.max_dest_rd_atomic = port.rd_atomic;
+                    attr.min_rnr_timer = 12;
+                    mask |= m::IBV_QP_MAX_DEST_RD_ATOMIC.0 | m::IBV_QP_MIN_RNR_TIMER.0;
+                }
+            } else if rc {
+                attr.timeout = 14;
+                attr.retry_cnt = 7;
+                attr.rnr_retry = 7;
+                attr.max_rd_atomic = port.rd_atomic;
+                mask |= m::IBV_QP_TIMEOUT.0
+                    | m::IBV_QP_RETRY_CNT.0
+                    | m::IBV_QP_RNR_RETRY.0
+                    | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
+            }
+            self.modify(&mut attr, mask, step)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the rdma_cm id that connected this QP for the QP's lifetime.
+    pub fn hold_link(&mut self, id: CmId) {
+        self.link = Some(id);
     }
 
     fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {

@@ -6,10 +6,11 @@ use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
 use crate::report::PeerInfo;
-use crate::spec::{LatencySpec, TestSpec};
+use crate::spec::{Connection, LatencySpec, TestSpec};
 use crate::stats::LatencyRecorder;
 use crate::verbs::Endpoint;
 
+use super::super::cm::{self, Listener};
 use super::super::ops::{inline_room, needs_inline_limit, Role};
 use super::super::port::Port;
 use super::engine::{client_point, server_point, ClientPoint};
@@ -79,7 +80,20 @@ pub fn run_client(
         peer: ctl.peer(),
         what: "accepted a latency test without an endpoint".into(),
     })?;
+    let cm_to = cm::target(
+        spec.path.connection,
+        accepted.cm_port,
+        ctl.peer_ip(),
+        &port.gid,
+    )?;
     let mut side = unconnected.connect(remote, spec)?;
+    if let Some(to) = cm_to {
+        let config = *side.set.config();
+        let name = port.ctx.name();
+        let (tos, wait) = (spec.path.tclass, d.setup());
+        let mut qps: Vec<_> = side.set.qps.iter_mut().collect();
+        cm::dial(to, &mut qps, &[remote.qpn], &config, name, tos, 0, wait)?;
+    }
     let mut rec = LatencyRecorder::new();
     let server_counts = server_part(spec) != ServerPart::Passive;
     for (i, &size) in spec.sizes.iter().enumerate() {
@@ -132,11 +146,25 @@ pub fn serve_latency(
         Err(e) => return Err(refuse(ctl, e)),
     };
     affinity::pin(Side::Server, 0);
+    let listener = match spec.path.connection {
+        Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
+        Connection::Gid => None,
+    };
     let unconnected = UnconnectedSide::new(port, &spec, Role::Server, room)?;
     let endpoint = unconnected.endpoint();
     let mut side = unconnected.connect(client, &spec)?;
-    accept(ctl, Some(endpoint), port.ctx.name())?;
+    accept(
+        ctl,
+        Some(endpoint),
+        port.ctx.name(),
+        listener.as_ref().map(|l| l.port),
+    )?;
     let d = deadlines(&spec);
+    if let Some(l) = &listener {
+        let config = *side.set.config();
+        let mut qps: Vec<_> = side.set.qps.iter_mut().collect();
+        cm::answer(l, &mut qps, &config, port.ctx.name(), 0, d.setup())?;
+    }
     loop {
         let size = expect(ctl, "prepare or bye", d.between_points(), |m| match m {
             Message::Prepare { index, size } => Some(Some((*index, *size))),

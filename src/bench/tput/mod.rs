@@ -29,7 +29,7 @@ pub use window::{PointCtx, Window, WindowTimer};
 
 use crate::error::Result;
 use crate::spec::{Direction, TputPoint, TputSpec};
-use crate::verbs::{Access, Endpoint};
+use crate::verbs::{Access, Endpoint, PortConfig, QueuePair};
 
 use super::ops::{access_for, Role};
 use super::port::Port;
@@ -162,6 +162,26 @@ impl<E: EchoPart> PointSide<E> {
                 eps.extend(target.set.endpoints());
                 eps
             }
+        }
+    }
+
+    /// Every QP of this side in `endpoints` order, with the port settings
+    /// they connect with (`--cm`, which echo refuses, so echo has none).
+    pub fn qps_mut(&mut self) -> (Vec<&mut QueuePair>, Option<PortConfig>) {
+        match self {
+            PointSide::Issuer(sets) => {
+                let config = sets.first().map(|s| *s.set.config());
+                (
+                    sets.iter_mut().flat_map(|s| s.set.qps.iter_mut()).collect(),
+                    config,
+                )
+            }
+            PointSide::Target(set) => {
+                let config = Some(*set.set.config());
+                (set.set.qps.iter_mut().collect(), config)
+            }
+            // --cm is refused with echo and with --bidirectional.
+            PointSide::Echo(_) | PointSide::Both { .. } => (Vec::new(), None),
         }
     }
 

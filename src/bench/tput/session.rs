@@ -8,9 +8,10 @@ use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
 use crate::error::{Error, Result};
 use crate::report::{ClientFigure, DriverReport, PeerInfo};
-use crate::spec::{DeviceLimits, TestSpec, TputPoint, TputSpec};
+use crate::spec::{Connection, DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
+use super::super::cm::{self, Listener};
 use super::super::group::Rendezvous;
 use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
@@ -154,7 +155,14 @@ pub fn run_tput_client_held(
     // This thread drives the client's target (outbound) and its barriers.
     affinity::pin(Side::Client, 0);
     let d = deadlines(spec);
-    let peer = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?.peer;
+    let accepted = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?;
+    let peer = accepted.peer;
+    let cm_to = cm::target(
+        spec.path.connection,
+        accepted.cm_port,
+        ctl.peer_ip(),
+        &port.gid,
+    )?;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
         let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
@@ -172,6 +180,16 @@ pub fn run_tput_client_held(
             _ => None,
         })?;
         side.connect(&remotes, &ctx)?;
+        if let Some(to) = cm_to {
+            let server_qpns: Vec<u32> = remotes.iter().map(|e| e.qpn).collect();
+            let (mut qps, config) = side.qps_mut();
+            if let Some(config) = config {
+                let name = port.ctx.name();
+                let tos = spec.path.tclass;
+                let wait = d.setup();
+                cm::dial(to, &mut qps, &server_qpns, &config, name, tos, index, wait)?;
+            }
+        }
         let mut reverse = None;
         let (report, counted) = match &mut side {
             PointSide::Both { issuers, target } => {
@@ -249,7 +267,16 @@ pub fn serve_tput(
     {
         return Err(refuse(ctl, e));
     }
-    accept(ctl, None, port.ctx.name())?;
+    let listener = match spec.path.connection {
+        Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
+        Connection::Gid => None,
+    };
+    accept(
+        ctl,
+        None,
+        port.ctx.name(),
+        listener.as_ref().map(|l| l.port),
+    )?;
     // This thread runs the server's target or echo loop.
     affinity::pin(Side::Server, 0);
     let d = deadlines(&spec);
@@ -288,6 +315,12 @@ pub fn serve_tput(
             index,
             endpoints: side.endpoints(),
         })?;
+        if let Some(l) = &listener {
+            let (mut qps, config) = side.qps_mut();
+            if let Some(config) = config {
+                cm::answer(l, &mut qps, &config, port.ctx.name(), index, d.setup())?;
+            }
+        }
         let start_key = format!("{spec_key}#{index}#start");
         let stop_key = format!("{spec_key}#{index}#stop");
         let wait = d.point();

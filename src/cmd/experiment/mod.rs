@@ -44,6 +44,7 @@ const OPTION_KEYS: &[&str] = &[
     "mtu",
     "bidirectional",
     "srq",
+    "cm",
     "rate",
     "rate_per_qp",
     "burst",
@@ -260,7 +261,9 @@ fn expect(key: &str) -> Expect {
         }
         "duration" | "timeout" | "warmup_time" => Expect::Seconds,
         "rate" => Expect::Number,
-        "inline" | "imm" | "completion" | "rate_per_qp" | "bidirectional" | "srq" => Expect::Flag,
+        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "bidirectional" | "srq" => {
+            Expect::Flag
+        }
         "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }

@@ -194,7 +194,8 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
                 tclass: Some(96),
                 sl: Some(3),
                 flow_label: None,
-                mtu: Some(512)
+                mtu: Some(512),
+                connection: crate::spec::Connection::Gid,
             }
         ),
         _ => panic!("L is a latency series"),
@@ -206,7 +207,8 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
                 tclass: Some(96),
                 sl: None,
                 flow_label: Some(0xF_FFFF),
-                mtu: Some(512)
+                mtu: Some(512),
+                connection: crate::spec::Connection::Gid,
             }
         ),
         _ => panic!("T is a throughput series"),
@@ -242,6 +244,24 @@ fn bidirectional_and_srq_keys_reach_the_throughput_spec() {
     refused(
         "name = \"b\"\n[[series]]\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nsrq = 1\n",
         &["x.toml:6", "key 'srq'", "true or false"],
+    );
+}
+
+#[test]
+fn cm_key_reaches_latency_and_throughput_specs() {
+    let text = "name = \"c\"\n[defaults]\ncm = true\n[[series]]\nlabel = \"L\"\nverb = \"write\"\n[[series]]\nlabel = \"T\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n[[series]]\nlabel = \"G\"\nverb = \"write\"\ncm = false\n";
+    let e = parse("c.toml", text).unwrap();
+    let connection = |i: usize| match &e.series[i].plan {
+        Plan::Latency(s) => s.path.connection,
+        Plan::Tput(s, _) => s.path.connection,
+        _ => panic!("latency or throughput series"),
+    };
+    assert_eq!(connection(0), crate::spec::Connection::Cm);
+    assert_eq!(connection(1), crate::spec::Connection::Cm);
+    assert_eq!(connection(2), crate::spec::Connection::Gid);
+    refused(
+        "name = \"c\"\n[[series]]\nverb = \"write\"\ncm = 1\n",
+        &["x.toml:4", "key 'cm'", "true or false"],
     );
 }
 
