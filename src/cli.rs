@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::spec::{AtomicOp, EchoVerb, VerbKind};
+use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -178,6 +178,14 @@ pub struct TestArgs {
         allow_negative_numbers = true
     )]
     pub sge: u32,
+    /// Sleep on a completion channel instead of busy polling (latency then
+    /// includes the wake-up); latency only: send ping-pong, --completion,
+    /// read, atomic.
+    #[arg(short = 'e', long)]
+    pub events: bool,
+    /// Post with ibv_post_send (classic) or ibv_wr_* on an extended QP (ex).
+    #[arg(long, value_enum, value_name = "API", default_value_t = PostApi::Classic)]
+    pub post_api: PostApi,
     /// Atomic operation.
     #[arg(long, value_enum)]
     pub op: Option<AtomicOp>,
@@ -247,6 +255,18 @@ pub struct TestArgs {
     /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
     #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
     pub mtu: Option<i64>,
+    /// Buffers from 2 MiB huge pages (reserve them in /proc/sys/vm/nr_hugepages).
+    #[arg(long, visible_alias = "use_hugepages")]
+    pub hugepages: bool,
+    /// Throughput: one memory registration per QP instead of one per thread.
+    #[arg(long, visible_alias = "mr_per_qp")]
+    pub mr_per_qp: bool,
+    /// Throughput (write/read): each QP's WRs target slots of a remote region of SIZE bytes (k, m, g suffixes).
+    #[arg(long, value_name = "SIZE")]
+    pub region: Option<String>,
+    /// Throughput: which slot of the --region each WR targets.
+    #[arg(long, value_enum, default_value_t = Offsets::Fixed)]
+    pub offsets: Offsets,
     /// Connect the measured QPs with rdma_cm (address and route resolution,
     /// connect/accept) instead of exchanging GIDs and QP numbers; RC only.
     #[arg(short = 'R', long)]
@@ -276,6 +296,14 @@ pub struct TestArgs {
     /// --req send) post to one shared receive queue per side.
     #[arg(long, visible_alias = "use-srq")]
     pub srq: bool,
+    /// Print a line every SECONDS during each point (ops, Mops; latency: p50/p99)
+    /// and store the intervals in the record; 0.05-3600.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub interval: Option<f64>,
+    /// Run one point until Ctrl-C/SIGTERM (its normal end: exit 0), reporting every
+    /// --interval (default 1 s) and rewriting the results file after each.
+    #[arg(long, visible_alias = "run_infinitely")]
+    pub forever: bool,
     /// The options given on the command line (clap ids such as `signal_period`),
     /// not defaults: each must apply to the run (see `inapplicable`).
     #[arg(skip)]
@@ -370,6 +398,10 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "imm" if !write_or_send => Some("to write and send"),
         "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
+        "events" if tput || verb == Echo => {
+            Some("to latency runs of write --completion, send, read and atomic")
+        }
+        "mr_per_qp" | "region" | "offsets" if !tput => Some("with --tput"),
         _ => None,
     }
 }

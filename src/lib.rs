@@ -19,6 +19,7 @@ pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod connect;
+pub mod cpu_use;
 pub mod device_name;
 pub mod error;
 pub mod escape;

@@ -1,16 +1,17 @@
 //! Everything a person sees: the explanation above a table, the table's rows,
 //! and the progress bar (stderr, only on a terminal, never with --quiet).
 
-use std::cell::Cell;
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::clock::ClockInfo;
 use crate::error::{Error, Result};
-use crate::results::{LatencyRecord, Record, TputRecord};
-use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, TputSpec, VerbKind};
+use crate::report::IntervalFigure;
+use crate::results::{CpuUtil, LatencyRecord, Record, TputRecord};
+use crate::spec::{Direction, EchoVerb, LatencyMode, LatencySpec, PostApi, TputSpec, VerbKind};
 
 /// What the numbers mean, printed above the table and stored in results.
 pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
@@ -30,15 +31,31 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
         ),
     };
     format!(
-        "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped",
+        "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped{}",
         match (spec.verb, spec.inline) {
             (VerbKind::Echo, _) => "inline whenever the payload fits the QP's max_inline",
             (_, true) => "inline",
             (_, false) => "not inline",
         },
         spec.transport.name().to_uppercase(),
-        spec.warmup
+        spec.warmup,
+        posting_note(spec.events, spec.post_api, true)
     )
+}
+
+/// `--events` and `--post-api ex`, said where they change what is measured.
+fn posting_note(events: bool, api: PostApi, latency: bool) -> String {
+    let mut note = String::new();
+    if events {
+        // Throughput refuses --events (spec::check_tput_events).
+        if latency {
+            note.push_str("; --events: each wait polls the CQ once, then arms it and sleeps on a completion channel, so a sample includes the wake-up whenever its completion was not already there (event_wakeups counts the sleeps)");
+        }
+    }
+    if api == PostApi::Ex {
+        note.push_str("; posted with ibv_wr_* on extended QPs (--post-api ex)");
+    }
+    note
 }
 
 /// What a throughput table's numbers are.
@@ -81,7 +98,10 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
             spec.duration_s, spec.warmup_s
         ),
     };
-    format!("{how}; {window}; on {device}")
+    format!(
+        "{how}; {window}; on {device}{}",
+        posting_note(spec.events, spec.post_api, false)
+    )
 }
 
 /// What a stdout write error says (`Error::Io`'s `what`).
@@ -107,7 +127,7 @@ pub struct Console {
     bar: Option<ProgressBar>,
     /// The first stdout write error; later lines are dropped, `check` reports it.
     failed: Mutex<Option<(std::io::ErrorKind, String)>>,
-    clock_warned: Cell<bool>,
+    clock_warned: AtomicBool,
 }
 
 impl Console {
@@ -124,7 +144,7 @@ impl Console {
             quiet,
             bar,
             failed: Mutex::new(None),
-            clock_warned: Cell::new(false),
+            clock_warned: AtomicBool::new(false),
         }
     }
 
@@ -160,6 +180,9 @@ impl Console {
             return;
         }
         self.line(&format!("# {}", describe_measurement(spec, device)));
+        if let Some(m) = spec.memory.describe() {
+            self.line(&format!("# memory: {m}"));
+        }
         let ping = spec.mode == LatencyMode::PingPong;
         self.line(&format!(
             "{:>10} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10} {:>10} {:>10}{}",
@@ -176,6 +199,7 @@ impl Console {
             "stdev[us]",
             if ping { "  rtt_p50[us]" } else { "" }
         ));
+        self.line(CPU_LEGEND);
     }
 
     pub fn row(&self, r: &LatencyRecord) {
@@ -204,6 +228,7 @@ impl Console {
         if let Some(rtt) = r.rtt_p50_ns {
             line.push_str(&format!("  {:>11.2}", us(rtt)));
         }
+        line.push_str(&cpu_cells(r.cpu_util.as_ref(), false));
         if r.verify_failures > 0 {
             line.push_str(&format!("  VERIFY FAILURES: {}", r.verify_failures));
         }
@@ -226,13 +251,37 @@ impl Console {
     /// than 1% of the smallest latency measured (`ClockInfo::warning`).
     pub fn clock_note(&self, r: &Record, clock: &ClockInfo) {
         if let Record::Latency(l) = r {
-            if !self.clock_warned.get() {
+            if !self.clock_warned.load(Ordering::Relaxed) {
                 if let Some(w) = clock.warning(l.stats.min_ns) {
-                    self.clock_warned.set(true);
+                    self.clock_warned.store(true, Ordering::Relaxed);
                     self.note(&w);
                 }
             }
         }
+    }
+
+    /// One `--interval` line while a point runs (from the interval watcher
+    /// thread; through the bar, so the two never tangle).
+    pub fn interval(&self, f: &IntervalFigure) {
+        if self.quiet {
+            return;
+        }
+        let mut line = format!(
+            "# interval {:>4}: {:>9.3} to {:>9.3} s {:>12} ops {:>10.4} Mops",
+            f.index,
+            f.start_s,
+            f.start_s + f.elapsed_s,
+            f.ops,
+            f.mops
+        );
+        if let (Some(p50), Some(p99)) = (f.p50_ns, f.p99_ns) {
+            line.push_str(&format!(
+                "  p50 {:.2} us  p99 {:.2} us",
+                p50 / 1000.0,
+                p99 / 1000.0
+            ));
+        }
+        self.line(&line);
     }
 
     /// A one-line remark above the table (skipped points and the like).
@@ -247,6 +296,9 @@ impl Console {
             return;
         }
         self.line(&format!("# {}", describe_tput(spec, device)));
+        if let Some(m) = spec.memory.describe() {
+            self.line(&format!("# memory: {m}"));
+        }
         self.line(&format!(
             "{:>4} {:>8} {:>6} {:>5} {:>8} {:>7} {:>7} {:>10} {:>9} {:>12} {:>12} {:>8}",
             "tr",
@@ -262,6 +314,7 @@ impl Console {
             "received",
             "lost"
         ));
+        self.line(CPU_LEGEND);
     }
 
     pub fn tput_row(&self, r: &TputRecord) {
@@ -292,6 +345,7 @@ impl Console {
                 line.push_str(&format!("  {}-issued {:.4} Mops", d.issued_by, d.mops));
             }
         }
+        line.push_str(&cpu_cells(r.cpu_util.as_ref(), true));
         if let Some(agg) = r.aggregate_mops {
             line.push_str(&format!("  group of {}: {:.4} Mops", r.group_clients, agg));
         }
@@ -303,4 +357,33 @@ impl Console {
             bar.finish_and_clear();
         }
     }
+}
+
+/// What the CPU cells at the end of each row mean.
+const CPU_LEGEND: &str = "# cpu: this process's CPU time in % of ONE CPU (proc%), and the share of ALL this host's CPUs busy (host%), over the measured window; peer: the same on the serve side; throughput adds CPU-seconds per million ops (cpu-s/Mop)";
+
+/// The CPU cells of a row: ` cpu proc 98% host 52%[ peer proc .. host ..][ 1.2 cpu-s/Mop]`.
+fn cpu_cells(c: Option<&CpuUtil>, per_mop: bool) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}%"));
+    let mut s = format!(
+        "  cpu proc {} host {}",
+        pct(c.local_process_pct),
+        pct(c.local_pct)
+    );
+    if c.peer_process_pct.is_some() || c.peer_pct.is_some() {
+        s.push_str(&format!(
+            " peer proc {} host {}",
+            pct(c.peer_process_pct),
+            pct(c.peer_pct)
+        ));
+    }
+    if per_mop {
+        if let Some(v) = c.local_cpu_s_per_mop {
+            s.push_str(&format!(" {v:.3} cpu-s/Mop"));
+        }
+    }
+    s
 }

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpu_use::CpuUse;
+
 /// A device counter's name → how much it grew over a window. Counters that
 /// could not be read at both edges are absent (never reported as 0).
 pub type CounterDeltas = BTreeMap<String, u64>;
@@ -59,6 +61,34 @@ pub struct DriverReport {
     /// (outbound: the server's NIC; `issued_by` in the record says which).
     #[serde(default)]
     pub device_counters: CounterDeltas,
+    /// The driving process's CPU use over its first thread's window.
+    #[serde(default)]
+    pub cpu: Option<CpuUse>,
+    /// `--interval`: the window cut into intervals, in order (empty without it).
+    #[serde(default)]
+    pub intervals: Vec<IntervalFigure>,
+}
+
+/// One interval of a point (`--interval`): what the driving side measured
+/// between two interval boundaries read from the loop's own clock.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct IntervalFigure {
+    /// 0-based position in the point.
+    pub index: u32,
+    /// When it started, seconds after the window opened (first thread's clock).
+    pub start_s: f64,
+    /// Its length (first thread's clock). The last interval of a finite point
+    /// may be shorter: the window's end cuts it.
+    pub elapsed_s: f64,
+    /// Operations in it (latency: samples; echo: round trips), all threads.
+    pub ops: u64,
+    /// Sum over threads of their ops / their interval's length, in Mops.
+    pub mops: f64,
+    /// Latency points: the interval's own percentiles (ping-pong: half RTT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<f64>,
 }
 
 impl DriverReport {

@@ -6,7 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
-use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
+use crate::cpu_use::CpuUse;
+use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure};
 use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 2;
@@ -230,6 +231,18 @@ pub struct TputRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+    /// Always absent: throughput refuses `--events` (kept for symmetry with
+    /// latency records, whose CSV columns match).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
@@ -254,6 +267,17 @@ pub struct TputRecord {
     /// Bidirectional only: what each side issued, the client's first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<Vec<DirectionFigure>>,
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
     /// How the QPs were connected: "gid" (GIDs and QP numbers over the
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
@@ -314,6 +338,23 @@ pub struct TputRecord {
     /// where the device has none.
     #[serde(default)]
     pub device_counters: Option<CounterDeltas>,
+    /// CPU use over the measured window (files before it: absent).
+    #[serde(default)]
+    pub cpu_util: Option<CpuUtil>,
+    /// `--interval` as asked (`null` without it).
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+    /// `--forever`: the point ran until a signal ended it at an interval boundary.
+    #[serde(default)]
+    pub forever: bool,
+    /// `--interval`: the window cut into intervals, in order; their ops sum
+    /// to `ops` (absent without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalFigure>,
+    /// `--forever`: the point is still running; this record summarises the
+    /// whole intervals so far (counts such as `sent` are not known yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<bool>,
     /// `--rate`: the Mops the issuing process was offered in all (its QPs'
     /// token buckets together); absent when unlimited. `mops` is what it achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -371,6 +412,64 @@ pub struct DirectionFigure {
     pub verify_failures: Option<u64>,
 }
 
+/// CPU use over a point's measured window, this side's and the peer's.
+/// Two kinds of percent, named apart: `*_pct` is the share of ALL the
+/// host's CPUs that was busy (every process counted, 0–100); `*_process_pct`
+/// is the rdma-bench process's CPU time over the window in percent of ONE
+/// CPU (a busy-polling thread shows about 100; two show about 200).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CpuUtil {
+    pub local_pct: Option<f64>,
+    pub local_process_pct: Option<f64>,
+    /// The peer's own figures over its side of the same point (`serve`);
+    /// `null` in loopback, where both sides are this process.
+    pub peer_pct: Option<f64>,
+    pub peer_process_pct: Option<f64>,
+    /// Online CPUs of each host (what `*_pct` is a share of).
+    pub local_cpus: u32,
+    #[serde(default)]
+    pub peer_cpus: Option<u32>,
+    /// The wall time the local figures cover.
+    pub window_s: f64,
+    /// Throughput: each process's CPU-seconds per million ops of the point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_cpu_s_per_mop: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_cpu_s_per_mop: Option<f64>,
+}
+
+impl CpuUtil {
+    /// From this side's and the peer's readings; `ops` (throughput) adds
+    /// CPU-seconds per million ops. `None` when this side measured nothing.
+    pub fn new(local: Option<CpuUse>, peer: Option<CpuUse>, ops: Option<u64>) -> Option<Self> {
+        let local = local?;
+        let per_mop = |u: &CpuUse| {
+            ops.filter(|&n| n > 0)
+                .and_then(|n| u.process_cpu_s.map(|s| s / (n as f64 / 1e6)))
+        };
+        Some(CpuUtil {
+            local_pct: local.host_busy_pct,
+            local_process_pct: local.process_pct,
+            peer_pct: peer.and_then(|p| p.host_busy_pct),
+            peer_process_pct: peer.and_then(|p| p.process_pct),
+            local_cpus: local.cpus,
+            peer_cpus: peer.map(|p| p.cpus),
+            window_s: local.window_s,
+            local_cpu_s_per_mop: per_mop(&local),
+            peer_cpu_s_per_mop: peer.as_ref().and_then(per_mop),
+        })
+    }
+
+    /// In loopback the peer is this process: its figures are the local ones.
+    pub fn without_peer(mut self) -> Self {
+        self.peer_pct = None;
+        self.peer_process_pct = None;
+        self.peer_cpus = None;
+        self.peer_cpu_s_per_mop = None;
+        self
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct HostInfo {
     pub hostname: String,
@@ -417,6 +516,18 @@ pub struct LatencyRecord {
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
     #[serde(default = "crate::spec::one_sge")]
     pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+    /// `--events`: completion-channel wake-ups of the client over the
+    /// measured iterations (a witness that it slept); absent without events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
     /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
     /// where not given (traffic class, SL and flow label 0, the active MTU).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -433,6 +544,17 @@ pub struct LatencyRecord {
     pub bidirectional: bool,
     #[serde(default)]
     pub srq: bool,
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
     /// How the QPs were connected: "gid" (GIDs and QP numbers over the
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
@@ -466,6 +588,23 @@ pub struct LatencyRecord {
     /// The raw distribution of `metric`: [value_ns, count] per non-empty
     /// HdrHistogram bucket, to recompute percentiles or draw a CDF.
     pub histogram: Vec<(f64, u64)>,
+    /// CPU use over the measured iterations (files before it: absent).
+    #[serde(default)]
+    pub cpu_util: Option<CpuUtil>,
+    /// `--interval` as asked (`null` without it).
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+    /// `--forever`: the point ran until a signal ended it at an interval boundary.
+    #[serde(default)]
+    pub forever: bool,
+    /// `--interval`: the measured iterations cut into intervals, each with
+    /// its own p50/p99; their ops sum to `iters` (absent without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalFigure>,
+    /// `--forever`: the point is still running; this record summarises the
+    /// whole intervals so far (its percentiles are not known yet: 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<bool>,
     /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
     /// what `compare` matches on; absent in an unloaded run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -495,6 +634,9 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "events",
+    "post_api",
+    "event_wakeups",
     "req",
     "resp",
     "tclass",
@@ -503,6 +645,10 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "mtu",
     "bidirectional",
     "srq",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "connection",
     "signal_period",
     "effective_signal_period",
@@ -527,6 +673,14 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "group_clients",
     "aggregate_mops",
     "verify_failures",
+    "interval_s",
+    "forever",
+    "cpu_util.local_pct",
+    "cpu_util.local_process_pct",
+    "cpu_util.peer_pct",
+    "cpu_util.peer_process_pct",
+    "cpu_util.local_cpu_s_per_mop",
+    "cpu_util.peer_cpu_s_per_mop",
     "offered_mops",
     "rate_per_qp",
     "burst",
@@ -543,12 +697,19 @@ pub const CSV_COLUMNS: &[&str] = &[
     "imm",
     "op",
     "sge",
+    "events",
+    "post_api",
+    "event_wakeups",
     "tclass",
     "sl",
     "flow_label",
     "mtu",
     "bidirectional",
     "srq",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "connection",
     "iters",
     "warmup_dropped",
@@ -569,6 +730,12 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sent",
     "server_received",
     "verify_failures",
+    "interval_s",
+    "forever",
+    "cpu_util.local_pct",
+    "cpu_util.local_process_pct",
+    "cpu_util.peer_pct",
+    "cpu_util.peer_process_pct",
     "load",
     "offered_mops",
     "achieved_mops",
@@ -615,6 +782,11 @@ pub fn utc_timestamp(unix_s: u64) -> String {
         secs / 60 % 60,
         secs % 60
     )
+}
+
+/// `offsets` of a record written before `--offsets` existed.
+fn fixed_offsets() -> String {
+    "fixed".into()
 }
 
 pub fn now_utc() -> String {

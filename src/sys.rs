@@ -1,6 +1,6 @@
 //! The one place for OS and CPU calls outside the verbs wrappers: the CPU's
-//! cycle counter (the x86_64 TSC, the aarch64 virtual counter) and CPU
-//! affinity. The crate denies `unsafe` everywhere else but here and in
+//! cycle counter (the x86_64 TSC, the aarch64 virtual counter), CPU
+//! affinity, the process's own CPU time, and buffers mapped from 2 MiB huge pages. The crate denies `unsafe` everywhere else but here and in
 //! `verbs`; each function below is safe to call and keeps its `unsafe` block
 //! small, with a `SAFETY:` line.
 
@@ -125,6 +125,104 @@ pub fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and touches no caller memory.
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).ok()
+}
+
+/// CPU time this process has used so far (user + system, every thread),
+/// from `getrusage(RUSAGE_SELF)`; `None` if the kernel would not say.
+pub fn process_cpu_time() -> Option<std::time::Duration> {
+    // SAFETY: rusage is plain integers; all zeroes is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_SELF is valid and `ru` is a live, writable rusage.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    if rc != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Some(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+/// Bytes in one huge page that [`HugePages`] maps (x86_64 and aarch64's default).
+pub const HUGE_PAGE: usize = 2 << 20;
+/// Where the kernel's pool of reserved huge pages is sized.
+pub const NR_HUGEPAGES: &str = "/proc/sys/vm/nr_hugepages";
+
+/// Huge pages the kernel has reserved (`/proc/sys/vm/nr_hugepages`), or
+/// `None` if that file cannot be read (no hugetlbfs support).
+pub fn reserved_huge_pages() -> Option<u64> {
+    std::fs::read_to_string(NR_HUGEPAGES)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Reserved huge pages not yet in use (`HugePages_Free` of `/proc/meminfo`).
+pub fn free_huge_pages() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("HugePages_Free:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// An anonymous, zero-filled private mapping backed by 2 MiB huge pages
+/// (`MAP_HUGETLB`), unmapped on drop. Its length is a whole number of pages.
+pub struct HugePages {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory owned by this value; which threads
+// touch it, and how, is the owner's business (MemoryRegion's atomics).
+unsafe impl Send for HugePages {}
+// SAFETY: see Send above; &HugePages hands out only the address.
+unsafe impl Sync for HugePages {}
+
+impl HugePages {
+    /// Maps at least `len` bytes (rounded up to whole huge pages). Fails with
+    /// the kernel's error, ENOMEM when too few huge pages are free.
+    pub fn map(len: usize) -> io::Result<HugePages> {
+        let len = len.max(1).div_ceil(HUGE_PAGE) * HUGE_PAGE;
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks;
+        // no existing memory is touched.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(HugePages {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+
+    /// Bytes mapped (whole huge pages).
+    pub fn bytes(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for HugePages {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly the mapping made in `map`, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
 }
 
 #[cfg(test)]

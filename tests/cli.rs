@@ -24,6 +24,17 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--sge 3 --size 2",
         ),
         (&["echo", "--sge", "2"], "--sge"),
+        (&["write", "--events"], "--events: a write ping-pong"),
+        (&["write", "-e"], "--events: a write ping-pong"),
+        (&["echo", "--events"], "--events"),
+        (&["echo", "--tput", "-e"], "--events"),
+        (&["write", "--tput", "inbound", "-e"], "--events"),
+        (&["write", "--post-api", "fast"], "--post-api"),
+        (
+            &["write", "--post-api", "ex", "--inline", "--sge", "2"],
+            "--post-api ex --inline --sge 2",
+        ),
+        (&["write", "--post-api"], "--post-api"),
         (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
         (&["write", "-b"], "--bidirectional applies only with --tput"),
         (&["send", "--srq"], "--srq applies only with --tput"),
@@ -51,6 +62,42 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
         (
             &["echo", "--tput", "--use-srq"],
             "--srq: the echo server receives only SEND requests",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--interval", "0.5"],
+            "--interval/--forever: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--post-api", "ex"],
+            "--post-api ex: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--mr-per-qp"],
+            "--mr-per-qp: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--region", "64k"],
+            "--region/--offsets: not with --bidirectional",
+        ),
+        (
+            &["send", "--tput", "inbound", "--srq", "--mr-per-qp"],
+            "--srq: not with --mr-per-qp",
+        ),
+        (
+            &[
+                "echo",
+                "--tput",
+                "--req",
+                "send",
+                "--resp",
+                "send",
+                "-c",
+                "ud",
+                "--srq",
+                "--post-api",
+                "ex",
+            ],
+            "--srq: not with echo --post-api ex",
         ),
         (
             &["write", "-s", "0"],
@@ -1148,6 +1195,95 @@ fn toml_string(s: &str) -> String {
 }
 
 #[test]
+fn memory_layout_options_are_refused_where_they_do_not_apply() {
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["write", "--tput", "inbound", "--offsets", "random"],
+            "--offsets random: needs --region SIZE",
+        ),
+        (
+            &["write", "--tput", "inbound", "--region", "32"],
+            "--region 32: must be 64..=",
+        ),
+        (
+            &["write", "--tput", "inbound", "--region", "lots"],
+            "--region lots: expected bytes",
+        ),
+        (
+            &["write", "--tput", "inbound", "--region", "1k", "-s", "4096"],
+            "--region 1024 --size 4096",
+        ),
+        (
+            &["send", "--tput", "inbound", "--region", "1m"],
+            "--region 1048576: a SEND",
+        ),
+        (
+            &[
+                "atomic", "--op", "fadd", "--tput", "inbound", "--region", "1m",
+            ],
+            "--region 1048576: atomics",
+        ),
+        (&["echo", "--tput", "--mr-per-qp"], "--mr-per-qp: echo"),
+        (
+            &["echo", "--tput", "--region", "1m"],
+            "--region 1048576: echo",
+        ),
+        (&["write", "--mr-per-qp"], "--mr-per-qp"),
+        (&["write", "--region", "1m"], "--region"),
+        (
+            &["write", "--tput", "inbound", "--offsets", "zigzag"],
+            "--offsets",
+        ),
+    ];
+    for (args, needle) in cases {
+        common::refused(args, &[needle]);
+    }
+    // perftest's spellings are the same options.
+    common::refused(&["write", "--mr_per_qp", "-n", "10"], &["--mr-per-qp"]);
+    let reserved = std::fs::read_to_string("/proc/sys/vm/nr_hugepages").unwrap_or_default();
+    if reserved.trim() == "0" {
+        for spelling in ["--hugepages", "--use_hugepages"] {
+            common::refused(
+                &["write", "--tput", "inbound", spelling],
+                &[
+                    "--hugepages: no huge pages are reserved",
+                    "/proc/sys/vm/nr_hugepages",
+                ],
+            );
+        }
+    }
+}
+
+#[test]
+fn memory_layout_keys_reach_experiment_files() {
+    let dir = std::env::temp_dir().join(format!("rdma-bench-cli-mem-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\noffsets = \"random\"\n", "--offsets random: needs --region"),
+        ("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nregion = \"1k\"\nsize = 4096\n", "--region 1024 --size 4096"),
+        ("verb = \"write\"\nmr_per_qp = \"yes\"\n", "key 'mr_per_qp'"),
+        ("verb = \"write\"\nhugepages = 1\n", "key 'hugepages'"),
+    ];
+    for (i, (body, needle)) in cases.iter().enumerate() {
+        let path = dir.join(format!("mem{i}.toml"));
+        std::fs::write(&path, format!("name = \"t\"\n[[series]]\n{body}")).unwrap();
+        let out = run(&[
+            "run",
+            path.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{body}: '{stderr}' lacks '{needle}'"
+        );
+    }
+}
+
+#[test]
 fn rate_and_under_load_refuse_nonsense_with_one_line() {
     #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[
@@ -1237,5 +1373,89 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
             "{args:?}: not one line: {stderr}"
         );
         assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    }
+}
+
+#[test]
+fn interval_and_forever_refusals_exit_2() {
+    #[allow(clippy::type_complexity)]
+    let cases: &[(&[&str], &str)] = &[
+        (&["write", "--interval", "0"], "--interval 0"),
+        (&["write", "--interval", "0.01"], "--interval 0.01"),
+        (&["write", "--interval", "-1"], "--interval -1"),
+        (&["write", "--interval", "5000"], "--interval 5000"),
+        (&["write", "--interval", "NaN"], "--interval NaN"),
+        (
+            &["write", "--tput", "inbound", "--interval", "0.001"],
+            "--interval 0.001",
+        ),
+        (&["write", "--forever", "-n", "100"], "--forever"),
+        (&["write", "--forever", "-D", "2"], "--forever"),
+        (
+            &["write", "--tput", "inbound", "--forever", "-D", "2"],
+            "--forever",
+        ),
+        (
+            &["write", "--forever", "-s", "2,64"],
+            "--forever: runs one point",
+        ),
+        (
+            &["write", "--tput", "inbound", "--forever", "--qps", "1,2"],
+            "--forever: runs one point",
+        ),
+        (
+            &["write", "--tput", "outbound", "--forever"],
+            "--forever: outbound",
+        ),
+        (
+            &["write", "--run_infinitely", "--interval", "0"],
+            "--interval 0",
+        ),
+        (
+            &["write", "--under-load", "10%,max", "--interval", "1"],
+            "--interval: not with --under-load",
+        ),
+        (
+            &["write", "--under-load", "10%,max", "--forever"],
+            "--forever: not with --under-load",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: '{stderr}' lacks '{needle}'"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "{args:?}: not one line: {stderr}"
+        );
+        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+    }
+    let dir = common::scratch("badlive");
+    let files: &[(&str, &str)] = &[
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\ninterval = \"often\"\n", ":4: key 'interval'"),
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\ninterval = 0.001\n", "--interval 0.001"),
+        ("name = \"t\"\n[[series]]\nverb = \"write\"\nforever = 1\n", ":4: key 'forever'"),
+        (
+            "name = \"t\"\n[[series]]\nverb = \"write\"\nforever = true\n[[series]]\nverb = \"read\"\n",
+            "forever runs one point until stopped, so its experiment has one series",
+        ),
+    ];
+    for (i, (body, needle)) in files.iter().enumerate() {
+        let path = dir.join(format!("live{i}.toml"));
+        std::fs::write(&path, body).unwrap();
+        let p = path.to_str().unwrap();
+        let out = run(&["run", p, "--out", dir.to_str().unwrap()]);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{body}: {stderr}");
+        assert!(stderr.contains(p), "names the file: {stderr}");
+        assert!(stderr.contains(needle), "'{stderr}' lacks '{needle}'");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+        assert!(stdout.is_empty());
     }
 }

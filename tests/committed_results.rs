@@ -53,6 +53,7 @@ fn every_plotting_script_draws_the_committed_results() {
         ("plot_tput_signal.py", "signaling-period", &[]),
         ("plot_compare.py", "herd-fig2-latency", &[]),
         ("plot_vs_perftest.py", "vs-perftest", &[]),
+        ("plot_nic_cache.py", "nic-cache", &[]),
         ("plot_latency_load.py", "latency-under-load", &[]),
     ];
     let scripts: Vec<String> = std::fs::read_dir(repo().join("scripts"))

@@ -12,6 +12,12 @@ mod common;
 mod bidir_srq;
 #[path = "device/cm.rs"]
 mod cm;
+#[path = "device/cpu_intervals.rs"]
+mod cpu_intervals;
+#[path = "device/events_post_api.rs"]
+mod events_post_api;
+#[path = "device/memory_layout.rs"]
+mod memory_layout;
 #[path = "device/rate_load.rs"]
 mod rate_load;
 

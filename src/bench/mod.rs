@@ -6,17 +6,21 @@
 pub mod cm;
 pub mod counters;
 pub mod group;
+pub mod intervals;
 pub mod latency;
 pub mod ops;
 pub mod port;
 pub mod qpset;
+pub mod slots;
 pub mod tput;
 pub mod wait;
 
 pub use group::Rendezvous;
-pub use latency::{run_client, PointOutcome};
+pub use latency::{run_client, run_client_live, PointOutcome};
 pub use port::{DeviceChoice, Port};
-pub use tput::{run_tput_client, run_tput_client_held, LoadHold, TputOutcome};
+pub use tput::{
+    run_tput_client, run_tput_client_held, run_tput_client_live, LoadHold, TputOutcome,
+};
 
 use crate::clock::Clock;
 use crate::connect::{check_version, refuse, unexpected, Control, Message};

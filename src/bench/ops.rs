@@ -4,8 +4,8 @@
 //! measured loops ask these functions and never match on the verb themselves,
 //! so a new verb is one entry here plus its command-line name.
 
-use crate::spec::{AtomicOp, EchoVerb, VerbKind};
-use crate::verbs::{Access, SendOp};
+use crate::spec::{AtomicOp, EchoVerb, PostApi, VerbKind};
+use crate::verbs::{Access, SendOp, SendOps, Transport};
 
 /// Whether this side issues the verb (client) or answers/serves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,38 @@ pub fn send_op(
         },
         (VerbKind::Write | VerbKind::Echo, _) => SendOp::Write { remote_addr, rkey },
     }
+}
+
+/// `--post-api ex`: the send operations a QP posting `verb` is created with
+/// (exactly the one it posts); `None` for classic QPs.
+pub fn ex_send_ops(
+    api: PostApi,
+    verb: VerbKind,
+    op: Option<AtomicOp>,
+    imm: bool,
+) -> Option<SendOps> {
+    (api == PostApi::Ex).then(|| SendOps::of(&send_op(verb, op, imm, 0, 0)))
+}
+
+/// `--post-api ex` for echo throughput: a request or response of `v` is a
+/// WRITE or a SEND with immediate; echo's QPs of `transport` ask for both
+/// verbs' operations, except that a UD QP only ever SENDs (and providers
+/// refuse WRITE on UD).
+pub fn echo_ex_send_ops(
+    api: PostApi,
+    req: EchoVerb,
+    resp: EchoVerb,
+    transport: Transport,
+) -> Option<SendOps> {
+    let of = |v: EchoVerb| match v {
+        EchoVerb::Write if transport == Transport::Ud => SendOps::NONE,
+        EchoVerb::Write => SendOps::of(&SendOp::Write {
+            remote_addr: 0,
+            rkey: 0,
+        }),
+        EchoVerb::Send => SendOps::of(&SendOp::SendImm { imm: 0 }),
+    };
+    (api == PostApi::Ex).then(|| of(req).with(of(resp)))
 }
 
 /// The least a side must grant for `verb`: the client of a READ or atomic

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::verbs::{
-    Access, AddressHandle, CompletionQueue, Endpoint, Gid, MemoryRegion, PortConfig,
-    ProtectionDomain, QueuePair, SharedReceiveQueue, Transport,
+    Access, AddressHandle, CompletionChannel, CompletionQueue, Endpoint, Gid, MemoryRegion,
+    PortConfig, ProtectionDomain, QueuePair, SendOps, SharedReceiveQueue, Transport,
 };
 
 use super::port::{Port, MAX_CQE};
-use crate::spec::{Connection, PathSpec};
+use crate::spec::{Connection, MemorySpec, PathSpec};
 
 /// Room for the Global Route Header a UD receive carries before the payload.
 pub const GRH_BYTES: usize = 40;
@@ -37,14 +37,27 @@ pub struct QpShape {
     pub access: Access,
     /// QoS and MTU of every QP's path.
     pub path: PathSpec,
+    /// Both CQs report to a completion channel (`--events`).
+    pub events: bool,
+    /// `Some`: extended QPs posting through `ibv_wr_*` (`--post-api ex`),
+    /// created with exactly these send operations (the ones this side posts).
+    pub ex_ops: Option<SendOps>,
+    /// Huge pages, and one registration per QP (`--mr-per-qp`).
+    pub memory: MemorySpec,
 }
 
 pub struct QpSet {
     pub qps: Vec<QueuePair>,
     pub send_cq: Arc<CompletionQueue>,
     pub recv_cq: Arc<CompletionQueue>,
+    /// Where both CQs' events go (`--events`), else `None`.
+    pub channel: Option<Arc<CompletionChannel>>,
+    /// The registration of QP 0 (of every QP unless `per_qp_mrs`).
     pub mr: Arc<MemoryRegion>,
-    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region).
+    /// With `--mr-per-qp`: QP i's own registration of `region` bytes.
+    per_qp_mrs: Vec<Arc<MemoryRegion>>,
+    /// Buffer bytes per QP: QP i owns [i·region, (i+1)·region) of `mr`, or
+    /// all of its own registration.
     pub region: usize,
     /// UD only: where QP i sends, once connected.
     pub ahs: Vec<Option<Arc<AddressHandle>>>,
@@ -76,18 +89,43 @@ impl QpSet {
         let n = shape.count.max(1);
         let config = port.config_for(&shape.path);
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
-        let send_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.sq_depth))?;
-        let recv_cq = CompletionQueue::new(&port.ctx, cq_depth(shape.rq_depth))?;
-        let mr = MemoryRegion::new(&port.pd, shape.region * n as usize, shape.access)?;
+        let channel = match shape.events {
+            true => Some(CompletionChannel::new(&port.ctx)?),
+            false => None,
+        };
+        let ch = channel.as_ref();
+        let send_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.sq_depth), ch)?;
+        let recv_cq = CompletionQueue::with_channel(&port.ctx, cq_depth(shape.rq_depth), ch)?;
+        let register = |len: usize| {
+            if shape.memory.hugepages {
+                MemoryRegion::new_huge(&port.pd, len, shape.access)
+            } else {
+                MemoryRegion::new(&port.pd, len, shape.access)
+            }
+        };
+        let per_qp_mrs = if shape.memory.mr_per_qp {
+            (0..n)
+                .map(|_| register(shape.region))
+                .collect::<std::result::Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+        let mr = match per_qp_mrs.first() {
+            Some(mr) => mr.clone(),
+            None => register(shape.region * n as usize)?,
+        };
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..shape.count {
-            let qp = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
+            let mut b = QueuePair::builder(&port.pd, shape.transport, &send_cq, &recv_cq)
                 .max_send_wr(shape.sq_depth)
                 .max_recv_wr(shape.rq_depth.max(1))
                 .max_inline(shape.inline)
                 .max_send_sge(shape.sge)
-                .srq(srq.as_ref())
-                .build()?;
+                .srq(srq.as_ref());
+            if let Some(ops) = shape.ex_ops {
+                b = b.extended(ops);
+            }
+            let qp = b.build()?;
             qp.to_init(&config, shape.access)?;
             qps.push(qp);
         }
@@ -98,7 +136,9 @@ impl QpSet {
             qps,
             send_cq,
             recv_cq,
+            channel,
             mr,
+            per_qp_mrs,
             region: shape.region,
             lid: port.lid,
             gid: port.gid,
@@ -124,8 +164,8 @@ impl QpSet {
                     qp.endpoint(self.lid, self.gid, self.psns[i])
                 };
                 Endpoint {
-                    addr: self.mr.addr() + self.offset(i) as u64,
-                    rkey: self.mr.rkey(),
+                    addr: self.mr_of(i).addr() + self.offset(i) as u64,
+                    rkey: self.mr_of(i).rkey(),
                     len: self.region as u64,
                     ..e
                 }
@@ -174,9 +214,18 @@ impl QpSet {
         self.qps.iter().map(QueuePair::qpn).collect()
     }
 
-    /// Where QP `q`'s region starts in the buffer.
+    /// Where QP `q`'s region starts in its registration ([`QpSet::mr_of`]).
     pub fn offset(&self, q: usize) -> usize {
-        q * self.region
+        if self.per_qp_mrs.is_empty() {
+            q * self.region
+        } else {
+            0
+        }
+    }
+
+    /// The registration QP `q`'s region lies in.
+    pub fn mr_of(&self, q: usize) -> &Arc<MemoryRegion> {
+        self.per_qp_mrs.get(q).unwrap_or(&self.mr)
     }
 }
 

@@ -4,6 +4,11 @@
 use crate::abort::aborted;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::verbs::{CompletionChannel, CompletionQueue, WorkCompletion};
+
+/// Longest single sleep on a completion channel: between sleeps the waiter
+/// checks the abort flag and its deadline, so a vanished peer never hangs it.
+pub const EVENT_SLICE_MS: i32 = 100;
 
 /// For loops that serve a peer while the peer drives (a SEND sink, the echo
 /// server): counts idle passes, says every 4096 in a row that it is time to
@@ -104,6 +109,43 @@ impl Patience {
             // No PAUSE hint: it costs ~140 cycles on recent x86 (and exits the
             // translation loop under qemu TCG), which would land in every
             // latency sample; perftest's polls spin bare too.
+        }
+    }
+
+    /// `--events`: polls `cq` into `out` and, while it is empty, sleeps on
+    /// its completion channel `ch` instead of spinning. Arms the CQ, then
+    /// polls once more before sleeping (a completion that landed before the
+    /// arming raises no event), and sleeps in slices of `EVENT_SLICE_MS`,
+    /// giving up after the timeout or on abort. Returns how many completions
+    /// were polled (at least one).
+    pub fn sleep_for(
+        &self,
+        cq: &CompletionQueue,
+        ch: &CompletionChannel,
+        out: &mut [WorkCompletion],
+        what: impl Fn() -> String,
+    ) -> Result<usize> {
+        let mut start = None;
+        loop {
+            let n = cq.poll(out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            cq.arm()?;
+            let n = cq.poll(out)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            if !ch.wait(EVENT_SLICE_MS)? {
+                if aborted() {
+                    return Err(Error::Interrupted);
+                }
+                let now = self.clock.now();
+                let since = *start.get_or_insert(now);
+                if now.wrapping_sub(since) > self.limit_ticks {
+                    return Err(self.timeout(what()));
+                }
+            }
         }
     }
 

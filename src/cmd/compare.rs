@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --cm, --bidirectional, --srq";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets, --bidirectional, --srq";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -89,6 +89,25 @@ fn bidir_srq_key(bidirectional: bool, srq: bool) -> &'static str {
     }
 }
 
+/// The memory layout as requested, only what differs from the default (an
+/// older file ran with it): " hugepages mr_per_qp region 4096 offsets random".
+fn memory_key(hugepages: bool, mr_per_qp: bool, region: Option<u64>, offsets: &str) -> String {
+    let mut key = String::new();
+    if hugepages {
+        key.push_str(" hugepages");
+    }
+    if mr_per_qp {
+        key.push_str(" mr_per_qp");
+    }
+    if let Some(r) = region {
+        key.push_str(&format!(" region {r}"));
+    }
+    if offsets != "fixed" {
+        key.push_str(&format!(" offsets {offsets}"));
+    }
+    key
+}
+
 /// `--cm` joins the key; GID-connected points (and older files, which have
 /// no `connection`) add nothing, so they line up as before.
 fn cm_key(connection: &str) -> &'static str {
@@ -97,6 +116,20 @@ fn cm_key(connection: &str) -> &'static str {
     } else {
         ""
     }
+}
+
+/// `--events` and a non-default `--post-api` in the key (absent from a
+/// file written before them: no events, classic), so old files line up.
+fn posting_key(events: bool, api: crate::spec::PostApi) -> String {
+    let mut k = String::new();
+    if events {
+        k.push_str(" events");
+    }
+    if api != crate::spec::PostApi::Classic {
+        k.push_str(" post-api ");
+        k.push_str(api.name());
+    }
+    k
 }
 
 /// The offered load as asked: `--under-load`'s load for latency (" load
@@ -139,7 +172,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
@@ -147,10 +180,13 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
-                path_key(l.tclass, l.sl, l.flow_label, l.mtu),
+                posting_key(l.events, l.post_api),
+                path_key(l.tclass, l.sl, l.flow_label, l.mtu)
+                    + &memory_key(l.hugepages, l.mr_per_qp, l.region, &l.offsets),
                 cm_key(&l.connection),
                 l.size
-            ) + &load_key(l),
+            ) + &load_key(l)
+                + if l.forever { " forever" } else { "" },
             "p50_ns",
             l.stats.p50_ns,
         ),
@@ -168,8 +204,10 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                     _ => String::new(),
                 },
                 sge(t.sge),
-                path_key(t.tclass, t.sl, t.flow_label, t.mtu),
-                bidir_srq_key(t.bidirectional, t.srq),
+                posting_key(t.events, t.post_api),
+                path_key(t.tclass, t.sl, t.flow_label, t.mtu)
+                    + &memory_key(t.hugepages, t.mr_per_qp, t.region, &t.offsets)
+                    + bidir_srq_key(t.bidirectional, t.srq),
                 cm_key(&t.connection),
                 t.size,
                 t.signal_period,
@@ -177,7 +215,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.qps,
                 t.postlist,
                 t.window
-            ) + &rate_key(t),
+            ) + &rate_key(t)
+                + if t.forever { " forever" } else { "" },
             "mops",
             t.mops,
         ),
@@ -197,6 +236,8 @@ pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
         d.results
             .iter()
             .map(|r| match r {
+                Record::Latency(l) if l.forever => "until stopped (--forever)",
+                Record::Throughput(t) if t.forever => "until stopped (--forever)",
                 Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
                 Record::Latency(_) => "iterations (-n)",
                 Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
@@ -274,13 +315,17 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
     for (i, (_, d)) in docs.iter().enumerate() {
         for r in &d.results {
             let (key, figure, value) = point_key(r);
-            let entry = table.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                (figure, vec![None; docs.len()])
-            });
-            // A file with a point twice keeps its first measurement.
-            if entry.1[i].is_none() {
-                entry.1[i] = Some(value);
+            // Each point's figure, then (where measured) what it cost in CPU.
+            let cost = cpu_cost(r).map(|(f, v)| (format!("{key} cpu"), f, v));
+            for (key, figure, value) in std::iter::once((key, figure, value)).chain(cost) {
+                let entry = table.entry(key.clone()).or_insert_with(|| {
+                    order.push(key.clone());
+                    (figure, vec![None; docs.len()])
+                });
+                // A file with a point twice keeps its first measurement.
+                if entry.1[i].is_none() {
+                    entry.1[i] = Some(value);
+                }
             }
         }
     }
@@ -328,9 +373,28 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
     }
 }
 
+/// What a point cost in CPU on this side, where its file says: throughput
+/// in CPU-seconds per million ops, latency in percent of one CPU.
+fn cpu_cost(r: &Record) -> Option<(&'static str, f64)> {
+    match r {
+        Record::Latency(l) => l
+            .cpu_util
+            .as_ref()?
+            .local_process_pct
+            .map(|v| ("process_cpu_pct", v)),
+        Record::Throughput(t) => t
+            .cpu_util
+            .as_ref()?
+            .local_cpu_s_per_mop
+            .map(|v| ("cpu_s_per_mop", v)),
+    }
+}
+
 fn fmt_value(figure: &str, v: Option<f64>) -> String {
     match (figure, v) {
         (_, None) => "-".into(),
+        ("process_cpu_pct", Some(p)) => format!("{p:.0}% cpu"),
+        ("cpu_s_per_mop", Some(c)) => format!("{c:.3} cpu-s/Mop"),
         ("p50_ns", Some(ns)) => format!("{:.2} us", ns / 1000.0),
         (_, Some(m)) => format!("{m:.4} Mops"),
     }
@@ -399,7 +463,7 @@ fn print_table(cmp: &Comparison) -> Result<()> {
             printable(&s.file)
         ))?;
     }
-    print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]")?;
+    print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]; a point's \"cpu\" row: this process's CPU (latency: % of one CPU; throughput: CPU-seconds per million ops)")?;
     print_line(&format!("# points matched on: {MATCHED_ON}"))?;
     for (field, value) in &cmp.conditions {
         print_line(&format!("# {field}: {}", printable(value)))?;
@@ -493,12 +557,19 @@ mod tests {
                     imm: false,
                     op: None,
                     sge: 1,
+                    events: false,
+                    post_api: Default::default(),
+                    event_wakeups: None,
                     tclass: None,
                     sl: None,
                     flow_label: None,
                     mtu: None,
                     bidirectional: false,
                     srq: false,
+                    hugepages: false,
+                    mr_per_qp: false,
+                    region: None,
+                    offsets: "fixed".into(),
                     connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
@@ -515,6 +586,11 @@ mod tests {
                     device_counters: None,
                     requested_s: None,
                     histogram: vec![],
+                    cpu_util: None,
+                    interval_s: None,
+                    forever: false,
+                    intervals: vec![],
+                    in_progress: None,
                     load: None,
                     offered_mops: None,
                     achieved_mops: None,
@@ -580,6 +656,85 @@ mod tests {
             "{k3}"
         );
         assert_ne!(key, k3);
+    }
+
+    #[test]
+    fn the_memory_layout_joins_the_key_only_when_not_the_default() {
+        let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        if let Record::Latency(l) = &mut r {
+            l.hugepages = true;
+            l.region = Some(4096);
+            l.offsets = "random".into();
+        }
+        let new = point_key(&r).0;
+        assert!(
+            new.contains(" hugepages region 4096 offsets random "),
+            "{new}"
+        );
+        // A file written before these options reads as the default layout.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        for k in ["hugepages", "mr_per_qp", "region", "offsets"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn events_and_post_api_join_the_key_only_when_not_default() {
+        let (_, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        assert!(
+            !old.contains("events") && !old.contains("post-api"),
+            "{old}"
+        );
+        if let Record::Latency(l) = &mut r {
+            l.events = true;
+            l.post_api = crate::spec::PostApi::Ex;
+        }
+        let new = point_key(&r).0;
+        assert!(new.contains(" events post-api ex "), "{new}");
+        // A file written before either existed reads as no events, classic.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        v.as_object_mut().unwrap().remove("events");
+        v.as_object_mut().unwrap().remove("post_api");
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn cpu_cost_gets_a_row_beside_its_point_and_forever_joins_the_key() {
+        let (fa, a) = doc("mlx5_0", 4123, &[(64, 1200.0)]);
+        let (fb, mut b) = doc("mlx5_1", 4125, &[(64, 1000.0)]);
+        if let Record::Latency(l) = &mut b.results[0] {
+            l.cpu_util = Some(crate::results::CpuUtil {
+                local_process_pct: Some(99.0),
+                ..Default::default()
+            });
+        }
+        let c = compare(&[(fa, a.clone()), (fb, b)]);
+        assert_eq!(c.rows.len(), 2, "{:?}", c.rows);
+        assert_eq!(c.rows[1].point, format!("{} cpu", c.rows[0].point));
+        assert_eq!(c.rows[1].figure, "process_cpu_pct");
+        // The file before cpu_util has no figure there, never a 0.
+        assert_eq!(c.rows[1].values, vec![None, Some(99.0)]);
+        assert_eq!(fmt_value("process_cpu_pct", Some(99.0)), "99% cpu");
+        // --forever ran a different window: its points do not match plain ones.
+        let mut r = a.results[0].clone();
+        let plain = point_key(&r).0;
+        if let Record::Latency(l) = &mut r {
+            l.forever = true;
+        }
+        assert_eq!(point_key(&r).0, format!("{plain} forever"));
+        // --interval only observes: it stays out of the key.
+        if let Record::Latency(l) = &mut r {
+            l.forever = false;
+            l.interval_s = Some(0.2);
+        }
+        assert_eq!(point_key(&r).0, plain);
     }
 
     #[test]

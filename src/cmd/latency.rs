@@ -4,7 +4,7 @@
 use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::LatencyRecord;
+use crate::results::{CpuUtil, LatencyRecord};
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
@@ -54,6 +54,10 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         timeout_s: a.timeout,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        events: a.events,
+        post_api: a.post_api,
+        live: super::setup::live_from_args(a)?,
+        memory: super::setup::memory_from_args(a)?,
     };
     spec.validate()?;
     Ok(spec)
@@ -74,6 +78,9 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,
+        events: spec.events,
+        post_api: spec.post_api,
+        event_wakeups: p.client.event_wakeups,
         iters: p.client.measured,
         warmup_dropped: p.client.warmup,
         elapsed_s: p.client.elapsed_ns as f64 / 1e9,
@@ -83,6 +90,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         mtu: spec.path.mtu,
         bidirectional: false,
         srq: false,
+        hugepages: spec.memory.hugepages,
+        mr_per_qp: spec.memory.mr_per_qp,
+        region: spec.memory.region,
+        offsets: spec.memory.offsets.name().into(),
         connection: spec.path.connection.name().to_string(),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
@@ -94,6 +105,11 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         requested_s: spec.duration_s,
         histogram: p.samples.buckets(scale),
         series: None,
+        cpu_util: CpuUtil::new(p.client.cpu, p.cpu_peer, None),
+        interval_s: spec.live.interval_s,
+        forever: spec.live.forever,
+        intervals: p.intervals.clone(),
+        in_progress: None,
         load: None,
         offered_mops: None,
         achieved_mops: None,

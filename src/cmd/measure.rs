@@ -35,11 +35,18 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     plan.announce(&console, port.ctx.name());
     // The files exist (and parse) from the start, whatever happens next.
     sink.write(&doc)?;
-    let result = plan.execute(
+    if plan.forever() {
+        // Ctrl-C now ends the point (its normal end), not the run.
+        crate::abort::end_point_on_signals()
+            .map_err(|e| crate::error::Error::io("installing signal handlers", e))?;
+    }
+    let live = super::Live::new(&console, &plan, None, &sink, &doc);
+    let result = plan.execute_live(
         &port,
         &clock,
         args.connect.as_deref(),
         None,
+        &|i, f| live.show(i, f),
         &mut super::keep(&console, &mut doc, &sink),
     );
     console.finish();

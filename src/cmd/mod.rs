@@ -15,6 +15,7 @@ pub mod setup;
 pub mod tput;
 pub mod under_load;
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::abort::abort_all;
@@ -25,7 +26,7 @@ use crate::connect::{local_pair, Control};
 use crate::error::{Error, Result};
 use crate::export::ResultsSink;
 use crate::output::Console;
-use crate::report::PeerInfo;
+use crate::report::{IntervalFigure, PeerInfo};
 use crate::results::{Record, ResultsDoc};
 
 /// What to do with each measured point: show it, add it to the document and
@@ -46,6 +47,56 @@ pub fn keep<'a>(
             console.clock_note(record, &doc.clock);
         }
         console.check()
+    }
+}
+
+/// What happens to each `--interval` as it ends (on the interval watcher
+/// thread, never a measuring one): its line is printed above the progress
+/// bar, and a `--forever` point rewrites the results files with everything
+/// measured so far, so even a killed run keeps every whole interval.
+pub struct Live<'a> {
+    console: &'a Console,
+    plan: &'a plan::Plan,
+    series: Option<&'a str>,
+    sink: &'a ResultsSink,
+    /// The document as it was before the point, and the point's intervals so far.
+    state: Mutex<(ResultsDoc, Vec<IntervalFigure>)>,
+}
+
+impl<'a> Live<'a> {
+    pub fn new(
+        console: &'a Console,
+        plan: &'a plan::Plan,
+        series: Option<&'a str>,
+        sink: &'a ResultsSink,
+        doc: &ResultsDoc,
+    ) -> Self {
+        Live {
+            console,
+            plan,
+            series,
+            sink,
+            state: Mutex::new((doc.clone(), Vec::new())),
+        }
+    }
+
+    pub fn show(&self, _index: u32, f: &IntervalFigure) {
+        self.console.interval(f);
+        if !self.plan.forever() {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (doc, intervals) = &mut *state;
+        intervals.push(f.clone());
+        if let Some(r) = self.plan.provisional(self.series, intervals) {
+            let mut d = doc.clone();
+            d.results.push(r);
+            d.note_peak_rss();
+            if let Err(e) = self.sink.write(&d) {
+                self.console
+                    .note(&format!("warning: interval {}: {e}", f.index));
+            }
+        }
     }
 }
 

@@ -2,12 +2,12 @@
 //! validated from arguments, then executed in loopback or against `serve`,
 //! handing each measured point to the caller as a results record.
 
-use crate::bench::{run_client, run_tput_client, PointOutcome, Port, TputOutcome};
+use crate::bench::{run_client_live, run_tput_client_live, PointOutcome, Port, TputOutcome};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::output::Console;
-use crate::report::PeerInfo;
+use crate::report::{IntervalFigure, PeerInfo};
 use crate::results::Record;
 use crate::spec::{Direction, LatencySpec, TputPoint, TputSpec, VerbKind};
 use crate::verbs::Transport;
@@ -75,6 +75,12 @@ impl Plan {
     /// Validates the arguments (exit 2 on bad input) before anything is opened.
     pub fn from_args(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
         if let Some(loads) = &args.under_load {
+            if args.interval.is_some() || args.forever {
+                return Err(Error::usage(format!(
+                    "--{}: not with --under-load, whose points are the probe's (an interval of a probe point is not implemented)",
+                    if args.forever { "forever" } else { "interval" }
+                )));
+            }
             // Its own rules for which options apply (the probe's and the background's).
             return Ok(Plan::UnderLoad(super::under_load::spec_from_args(
                 verb, args, loads,
@@ -209,26 +215,54 @@ impl Plan {
         series: Option<&str>,
         on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
     ) -> Result<()> {
+        self.execute_live(port, clock, connect, series, &|_, _| {}, on_record)
+    }
+
+    /// `execute`, with every `--interval` handed to `on_interval` (point
+    /// index, interval) as it ends, from a watcher thread.
+    pub fn execute_live(
+        &self,
+        port: &Port,
+        clock: &Clock,
+        connect: Option<&str>,
+        series: Option<&str>,
+        on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
+        on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
+    ) -> Result<()> {
         let label = series.map(str::to_string);
+        // In loopback the peer is this very process: no peer CPU figures.
+        let loopback = connect.is_none();
+        let own = |cpu: &mut Option<crate::results::CpuUtil>| {
+            if loopback {
+                *cpu = cpu.take().map(|c| c.without_peer());
+            }
+        };
         match self {
             Plan::Latency(spec) => {
                 let mut on_point = |p: PointOutcome<'_>| {
                     let mut r = super::latency::record(spec, &p);
                     r.series = label.clone();
+                    own(&mut r.cpu_util);
                     on_record(Record::Latency(r), p.peer)
                 };
                 self.drive(port, clock, connect, &mut |ctl| {
-                    run_client(spec, port, ctl, clock, &mut on_point)
+                    run_client_live(spec, port, ctl, clock, on_interval, &mut on_point)
                 })
             }
             Plan::Tput(spec, _) => {
-                let mut on_point = |o: TputOutcome| {
+                let mut on_point = |mut o: TputOutcome| {
+                    if loopback && spec.direction == Direction::Outbound {
+                        // The server thread drove the point in this process:
+                        // its window is the measured one.
+                        o.cpu_local = o.cpu_peer;
+                    }
                     let mut r = super::tput::record(spec, &o);
                     r.series = label.clone();
+                    own(&mut r.cpu_util);
                     on_record(Record::Throughput(r), &o.peer)
                 };
                 self.drive(port, clock, connect, &mut |ctl| {
-                    run_tput_client(spec, port, ctl, clock, &mut on_point)
+                    run_tput_client_live(spec, port, ctl, clock, on_interval, &mut on_point)
                 })
             }
             Plan::UnderLoad(spec) => match connect {
@@ -237,6 +271,91 @@ impl Plan {
                 )),
                 None => spec.execute(port, clock, series, on_record),
             },
+        }
+    }
+
+    /// `--forever`: one point runs until a signal ends it.
+    pub fn forever(&self) -> bool {
+        match self {
+            Plan::Latency(s) => s.live.forever,
+            Plan::Tput(s, _) => s.live.forever,
+            Plan::UnderLoad(_) => false,
+        }
+    }
+
+    /// Whether the table shows latency percentiles per interval.
+    pub fn is_latency(&self) -> bool {
+        matches!(self, Plan::Latency(_))
+    }
+
+    /// What a `--forever` point has measured so far, as a record marked
+    /// `in_progress`: the whole intervals summed (counts only the end knows,
+    /// such as `sent` or the percentiles, are 0).
+    pub fn provisional(
+        &self,
+        series: Option<&str>,
+        intervals: &[IntervalFigure],
+    ) -> Option<Record> {
+        let ops: u64 = intervals.iter().map(|f| f.ops).sum();
+        let elapsed_s: f64 = intervals.iter().map(|f| f.elapsed_s).sum();
+        let label = series.map(str::to_string);
+        match self {
+            Plan::Latency(spec) => {
+                let size = *spec.sizes.first()?;
+                let samples = crate::stats::LatencyRecorder::new();
+                let peer = PeerInfo::default();
+                let p = PointOutcome {
+                    index: 0,
+                    size,
+                    client: crate::bench::latency::ClientPoint {
+                        measured: ops,
+                        warmup: spec.warmup,
+                        verify_failures: 0,
+                        inline: spec.inline,
+                        elapsed_ns: (elapsed_s * 1e9) as u64,
+                        device_counters: None,
+                        event_wakeups: None,
+                        cpu: None,
+                    },
+                    server_received: None,
+                    samples: &samples,
+                    peer: &peer,
+                    intervals: intervals.to_vec(),
+                    cpu_peer: None,
+                };
+                let mut r = super::latency::record(spec, &p);
+                r.series = label;
+                r.in_progress = Some(true);
+                Some(Record::Latency(r))
+            }
+            Plan::Tput(spec, _) => {
+                let point = *spec.points.first()?;
+                let o = TputOutcome {
+                    index: 0,
+                    point,
+                    report: crate::report::DriverReport {
+                        ops,
+                        elapsed_s,
+                        mops: intervals.iter().map(|f| f.mops * f.elapsed_s).sum::<f64>()
+                            / elapsed_s.max(f64::MIN_POSITIVE),
+                        intervals: intervals.to_vec(),
+                        ..Default::default()
+                    },
+                    received: Vec::new(),
+                    group: Vec::new(),
+                    verify_failures: None,
+                    inline: spec.inline,
+                    peer: PeerInfo::default(),
+                    reverse: None,
+                    cpu_local: None,
+                    cpu_peer: None,
+                };
+                let mut r = super::tput::record(spec, &o);
+                r.series = label;
+                r.in_progress = Some(true);
+                Some(Record::Throughput(r))
+            }
+            Plan::UnderLoad(_) => None,
         }
     }
 

@@ -43,6 +43,14 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 
 pub fn run(args: &RunArgs) -> Result<()> {
     let exp = experiment::load(&args.config)?;
+    let forever = exp.series.iter().any(|s| s.plan.forever());
+    if forever && exp.series.len() > 1 {
+        return Err(Error::usage(format!(
+            "{}: forever runs one point until stopped, so its experiment has one series (this one has {})",
+            args.config.display(),
+            exp.series.len()
+        )));
+    }
     if exp.launcher != experiment::Launcher::Direct {
         // A many-host experiment: say exactly how to launch it; start nothing.
         print_line(&format!(
@@ -147,17 +155,24 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     // The file exists (and parses) from the start, whatever happens next.
     sink.write(&doc)?;
+    if forever {
+        // Ctrl-C now ends the point (its normal end), not the run.
+        crate::abort::end_point_on_signals()
+            .map_err(|e| Error::io("installing signal handlers", e))?;
+    }
     let result = plans
         .iter()
         .filter(|(_, p)| p.points() > 0)
         .try_for_each(|(label, plan)| {
             console.note(&format!("series '{}'", printable(label)));
             plan.announce(&console, port.ctx.name());
-            plan.execute(
+            let live = super::Live::new(&console, plan, Some(label), &sink, &doc);
+            plan.execute_live(
                 &port,
                 &clock,
                 args.connect.as_deref(),
                 Some(label),
+                &|i, f| live.show(i, f),
                 &mut super::keep(&console, &mut doc, &sink),
             )
         });

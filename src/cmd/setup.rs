@@ -13,6 +13,21 @@ use crate::error::{Error, Result};
 use crate::results::{now_utc, DeviceInfo, HostInfo, PeerDoc, ResultsDoc, SCHEMA_VERSION};
 use crate::verbs::Transport;
 
+/// `--interval` and `--forever` (which reports every second unless told).
+pub fn live_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::LiveSpec> {
+    if a.forever && (a.iters.is_some() || a.duration.is_some()) {
+        return Err(Error::usage(
+            "--forever runs until Ctrl-C/SIGTERM: drop --iters and --duration",
+        ));
+    }
+    Ok(crate::spec::LiveSpec {
+        interval_s: a
+            .interval
+            .or(a.forever.then_some(crate::spec::FOREVER_INTERVAL_S)),
+        forever: a.forever,
+    })
+}
+
 /// `--tclass`, `--sl`, `--flow-label` and `--mtu`, range-checked, and `--cm`.
 pub fn path_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::PathSpec> {
     let path = crate::spec::PathSpec::from_options(a.tclass, a.sl, a.flow_label, a.mtu)?;
@@ -24,6 +39,26 @@ pub fn path_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::PathSpec>
         },
         ..path
     })
+}
+
+/// `--hugepages`, `--mr-per-qp`, `--region` and `--offsets`; `--hugepages`
+/// is refused here when the kernel has no huge pages reserved.
+pub fn memory_from_args(a: &crate::cli::TestArgs) -> Result<crate::spec::MemorySpec> {
+    if a.hugepages {
+        crate::spec::check_hugepages(crate::sys::reserved_huge_pages(), crate::sys::NR_HUGEPAGES)?;
+    }
+    let memory = crate::spec::MemorySpec {
+        hugepages: a.hugepages,
+        mr_per_qp: a.mr_per_qp,
+        region: a
+            .region
+            .as_deref()
+            .map(crate::spec::parse_region)
+            .transpose()?,
+        offsets: a.offsets,
+    };
+    memory.validate()?;
+    Ok(memory)
 }
 
 /// Parses `rc`, `uc`, `ud` or a comma list of them.

@@ -5,7 +5,7 @@ use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::report::DriverReport;
-use crate::results::{DirectionFigure, TputRecord};
+use crate::results::{CpuUtil, DirectionFigure, TputRecord};
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
@@ -151,6 +151,10 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         path: super::setup::path_from_args(a)?,
         bidirectional: a.bidirectional,
         srq: a.srq,
+        events: a.events,
+        post_api: a.post_api,
+        live: super::setup::live_from_args(a)?,
+        memory: super::setup::memory_from_args(a)?,
         rate: rate_from_args(a)?,
     };
     if spec.iters.is_some() && a.duration.is_some() {
@@ -219,12 +223,19 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,
+        events: spec.events,
+        post_api: spec.post_api,
+        event_wakeups: None,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         tclass: spec.path.tclass,
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        hugepages: spec.memory.hugepages,
+        mr_per_qp: spec.memory.mr_per_qp,
+        region: spec.memory.region,
+        offsets: spec.memory.offsets.name().into(),
         connection: spec.path.connection.name().to_string(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
@@ -274,6 +285,11 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
+        cpu_util: CpuUtil::new(o.cpu_local, o.cpu_peer, Some(r.ops)),
+        interval_s: spec.live.interval_s,
+        forever: spec.live.forever,
+        intervals: r.intervals.clone(),
+        in_progress: None,
         offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
         burst: spec.rate.map(|r| r.burst_for(p.postlist)),
@@ -301,5 +317,9 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         responses: 0,
         completions: client.completions + server.completions,
         device_counters: client.device_counters.clone(),
+        // This process's CPU (the peer's is recorded apart); --interval is
+        // refused with --bidirectional.
+        cpu: client.cpu,
+        intervals: Vec::new(),
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpu_use::CpuUse;
 use crate::error::Result;
 use crate::report::{ClientFigure, DriverReport};
 use crate::spec::{TestSpec, TputPoint};
@@ -57,8 +58,14 @@ pub enum Message {
     Ready { index: u32 },
     /// Client → server: point `index` is over on the client's side.
     Finish { index: u32 },
-    /// Server → client: what the server counted during point `index`.
-    Finished { index: u32, received: u64 },
+    /// Server → client: what the server counted during point `index`, and
+    /// its CPU use from `ready` to `finish`.
+    Finished {
+        index: u32,
+        received: u64,
+        #[serde(default)]
+        cpu: Option<CpuUse>,
+    },
     /// Client → server: build your side of throughput point `index`; here are my QPs.
     TputPrepare {
         index: u32,
@@ -84,6 +91,9 @@ pub enum Message {
         /// the driver's counts are checked against.
         #[serde(default)]
         words: Vec<u64>,
+        /// This side's CPU use from `go` to `stop`.
+        #[serde(default)]
+        cpu: Option<CpuUse>,
     },
     /// Client → server: no more points.
     Bye,

@@ -195,6 +195,10 @@ mod tests {
                 timeout_s: 3.0,
                 sge: 1,
                 path: Default::default(),
+                events: true,
+                post_api: crate::spec::PostApi::Ex,
+                live: Default::default(),
+                memory: Default::default(),
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

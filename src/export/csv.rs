@@ -40,7 +40,9 @@ impl Exporter for CsvExporter {
             let kind = value["kind"].as_str().unwrap_or("").to_string();
             let mut row = vec![kind, doc.device.name.clone(), doc.host.hostname.clone()];
             for col in &cols {
-                row.push(match value.get(*col) {
+                // `a.b` names field b of the object in field a (cpu_util.local_pct).
+                let cell = col.split('.').try_fold(&value, |v, part| v.get(part));
+                row.push(match cell {
                     None | Some(serde_json::Value::Null) => String::new(),
                     Some(serde_json::Value::String(s)) => s.clone(),
                     Some(v) => v.to_string(),

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::output_target::Target;
 use crate::results::ResultsDoc;
 
-pub trait Exporter {
+pub trait Exporter: Send + Sync {
     fn serialize(&self, doc: &ResultsDoc) -> Result<Vec<u8>>;
 }
 

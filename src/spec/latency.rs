@@ -31,6 +31,18 @@ pub struct LatencySpec {
     /// Traffic class, SL, flow label and MTU of the QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// Sleep on a completion channel instead of busy polling (`--events`).
+    #[serde(default)]
+    pub events: bool,
+    /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
+    #[serde(default)]
+    pub post_api: PostApi,
+    /// `--interval`, `--forever`.
+    #[serde(default)]
+    pub live: LiveSpec,
+    /// Huge pages (the other layouts are throughput options).
+    #[serde(default)]
+    pub memory: MemorySpec,
 }
 
 impl LatencySpec {
@@ -47,6 +59,7 @@ impl LatencySpec {
     pub fn validate(&self) -> Result<()> {
         let verb = self.verb.name();
         let t = self.transport;
+        self.live.validate(self.sizes.len())?;
         match self.verb {
             VerbKind::Read | VerbKind::Atomic if t != Transport::Rc => {
                 return Err(Error::usage(format!(
@@ -97,6 +110,11 @@ impl LatencySpec {
             check_range("--size", s, 0, MAX_SIZE, "")?;
         }
         check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
+        if self.events {
+            check_latency_events(self.verb, self.mode)?;
+        }
+        self.memory.validate_latency()?;
         check_range("--iters", self.iters, 1, MAX_ITERS, "")?;
         if let Some(d) = self.duration_s {
             check_range("--duration", d, MIN_DURATION, MAX_SECONDS, " seconds")?;
@@ -163,7 +181,11 @@ mod tests {
             warmup: 10,
             timeout_s: 5.0,
             sge: 1,
+            events: false,
+            post_api: PostApi::Classic,
             path: PathSpec::default(),
+            live: Default::default(),
+            memory: MemorySpec::default(),
         }
     }
 

@@ -89,10 +89,14 @@ impl LatencyMode {
 }
 
 mod latency;
+mod memory;
+mod posting;
 mod rate;
 mod tput;
 
 pub use latency::LatencySpec;
+pub use memory::{check_hugepages, parse_region, MemorySpec, Offsets};
+pub use posting::{check_latency_events, check_post_api, check_tput_events, PostApi};
 pub use rate::{parse_loads, Load, RateLimit, MAX_RATE_MOPS};
 pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
 
@@ -138,6 +142,56 @@ impl Connection {
         match self {
             Connection::Gid => "gid",
             Connection::Cm => "cm",
+        }
+    }
+}
+
+/// How a point reports while it runs (`--interval`, `--forever`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LiveSpec {
+    /// Cut each point into intervals this long, printed and recorded as they end.
+    pub interval_s: Option<f64>,
+    /// One point runs until a signal ends it at an interval boundary.
+    pub forever: bool,
+}
+
+/// The shortest and longest `--interval`.
+pub const MIN_INTERVAL_S: f64 = 0.05;
+pub const MAX_INTERVAL_S: f64 = 3600.0;
+/// `--forever` without `--interval` reports every second (as perftest does).
+pub const FOREVER_INTERVAL_S: f64 = 1.0;
+
+impl LiveSpec {
+    /// Range checks; `points`: how many points the run has.
+    pub fn validate(&self, points: usize) -> Result<()> {
+        if let Some(i) = self.interval_s {
+            if !(MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&i) {
+                return Err(Error::usage(format!(
+                    "--interval {i}: between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} seconds"
+                )));
+            }
+        }
+        if self.forever {
+            if self.interval_s.is_none() {
+                return Err(Error::usage("--forever needs an interval (--interval)"));
+            }
+            if points > 1 {
+                return Err(Error::usage(format!(
+                    "--forever: runs one point until stopped, and this run has {points} (give one size and one value per swept option)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// How long one point may last, for the peer's deadlines: `--forever`
+    /// has no end, so its deadlines are those of a very long point.
+    pub fn point_s(&self, asked_s: f64) -> f64 {
+        if self.forever {
+            1e9
+        } else {
+            asked_s
         }
     }
 }

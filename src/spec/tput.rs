@@ -158,6 +158,18 @@ pub struct TputSpec {
     /// receive queue per side instead of each QP's own (`--srq`).
     #[serde(default)]
     pub srq: bool,
+    /// The issuer sleeps on a completion channel instead of busy polling (`--events`).
+    #[serde(default)]
+    pub events: bool,
+    /// `ibv_post_send` or `ibv_wr_*` on an extended QP (`--post-api`).
+    #[serde(default)]
+    pub post_api: PostApi,
+    /// `--interval`, `--forever`.
+    #[serde(default)]
+    pub live: LiveSpec,
+    /// Huge pages, registrations per QP, the remote region and its offsets.
+    #[serde(default)]
+    pub memory: MemorySpec,
     /// Issuers' token-bucket limit (`--rate`); `None`: as fast as they can.
     #[serde(default)]
     pub rate: Option<RateLimit>,
@@ -179,6 +191,18 @@ impl TputSpec {
         let verb = self.verb.name();
         if self.points.is_empty() {
             return Err(Error::usage("no points to measure"));
+        }
+        self.live.validate(self.points.len())?;
+        if self.live.forever && self.direction == Direction::Outbound {
+            return Err(Error::usage(
+                "--forever: outbound points are driven by the server, which cannot report live to this client; use inbound or echo",
+            ));
+        }
+        if self.live.forever && self.group > 1 {
+            return Err(Error::usage(format!(
+                "--forever: a --group {} run starts and stops its clients together, and a forever point has no set end",
+                self.group
+            )));
         }
         if self.direction == Direction::Echo {
             if self.verb != VerbKind::Echo {
@@ -241,6 +265,12 @@ impl TputSpec {
             self.validate_rate(r)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
+        check_post_api(self.post_api, self.inline, self.sge)?;
+        if self.events {
+            check_tput_events(self.direction)?;
+        }
+        self.memory
+            .validate_tput(self.verb, self.direction, self.max_size())?;
         self.validate_bidir_srq()
     }
 
@@ -277,6 +307,26 @@ impl TputSpec {
                     self.group
                 )));
             }
+            if self.live.interval_s.is_some() || self.live.forever {
+                return Err(Error::usage(
+                    "--interval/--forever: not with --bidirectional (its two directions are counted only at the end of the window)",
+                ));
+            }
+            if self.post_api == PostApi::Ex {
+                return Err(Error::usage(
+                    "--post-api ex: not with --bidirectional (untested together; use --post-api classic)",
+                ));
+            }
+            if self.memory.mr_per_qp {
+                return Err(Error::usage(
+                    "--mr-per-qp: not with --bidirectional (a side's issuers and targets share one registration per set)",
+                ));
+            }
+            if self.memory.region.is_some() || self.memory.offsets != Offsets::Fixed {
+                return Err(Error::usage(
+                    "--region/--offsets: not with --bidirectional (each side's issuers target one slot per QP)",
+                ));
+            }
         }
         if self.srq {
             let receives = match self.direction {
@@ -289,6 +339,16 @@ impl TputSpec {
                 } else {
                     format!("--srq: {verb} posts no receives (only send has a receiver)")
                 }));
+            }
+            if self.direction == Direction::Echo && self.post_api == PostApi::Ex {
+                return Err(Error::usage(
+                    "--srq: not with echo --post-api ex (an extended request QP on an SRQ is untested; use --post-api classic)",
+                ));
+            }
+            if self.memory.mr_per_qp {
+                return Err(Error::usage(
+                    "--srq: not with --mr-per-qp (every receive of the shared queue lands in one registration)",
+                ));
             }
         }
         Ok(())
@@ -495,9 +555,13 @@ mod tput_tests {
             timeout_s: 5.0,
             group: 1,
             sge: 1,
+            events: false,
+            post_api: PostApi::Classic,
             path: PathSpec::default(),
             bidirectional: false,
             srq: false,
+            live: Default::default(),
+            memory: MemorySpec::default(),
             rate: None,
         }
     }

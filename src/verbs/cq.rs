@@ -5,12 +5,15 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
+use super::channel::CompletionChannel;
 use super::device::Context;
 use super::error::{Result, Verb, VerbsError};
 
 pub struct CompletionQueue {
     raw: *mut ffi::ibv_cq,
     ctx: Arc<Context>,
+    /// The channel its events go to (`--events`); dropped after the CQ.
+    channel: Option<Arc<CompletionChannel>>,
 }
 
 // SAFETY: a CQ may be polled from any thread; we poll each CQ from one thread at a time
@@ -21,16 +24,20 @@ unsafe impl Sync for CompletionQueue {}
 
 impl CompletionQueue {
     pub fn new(ctx: &Arc<Context>, entries: u32) -> Result<Arc<Self>> {
-        // SAFETY: the context is open; no channel, vector 0.
-        let raw = unsafe {
-            ffi::ibv_create_cq(
-                ctx.raw(),
-                entries as i32,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )
-        };
+        Self::with_channel(ctx, entries, None)
+    }
+
+    /// A CQ whose completions, once armed (`arm`), wake `channel`'s waiter.
+    pub fn with_channel(
+        ctx: &Arc<Context>,
+        entries: u32,
+        channel: Option<&Arc<CompletionChannel>>,
+    ) -> Result<Arc<Self>> {
+        let ch = channel.map_or(std::ptr::null_mut(), |c| c.raw());
+        // SAFETY: the context is open; the channel (if any) is alive and
+        // outlives the CQ (the CQ holds an Arc to it); vector 0.
+        let raw =
+            unsafe { ffi::ibv_create_cq(ctx.raw(), entries as i32, std::ptr::null_mut(), ch, 0) };
         if raw.is_null() {
             return Err(VerbsError::last_os(
                 Verb::CreateCq,
@@ -40,7 +47,29 @@ impl CompletionQueue {
         Ok(Arc::new(Self {
             raw,
             ctx: ctx.clone(),
+            channel: channel.cloned(),
         }))
+    }
+
+    /// The channel this CQ reports to, if it was made with one.
+    pub fn channel(&self) -> Option<&Arc<CompletionChannel>> {
+        self.channel.as_ref()
+    }
+
+    /// Requests an event on the channel for the next completion. A
+    /// completion that arrived before arming raises no event: poll again
+    /// after arming, before sleeping.
+    pub fn arm(&self) -> Result<()> {
+        // SAFETY: the CQ is alive; 0 = any completion, not only solicited.
+        let rc = unsafe { ffi::ibv_req_notify_cq(self.raw, 0) };
+        if rc != 0 {
+            return Err(VerbsError::from_code(
+                Verb::ReqNotifyCq,
+                self.ctx.name(),
+                rc,
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn raw(&self) -> *mut ffi::ibv_cq {

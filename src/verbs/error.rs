@@ -35,6 +35,11 @@ pub enum Verb {
     CmEstablish,
     CmInitQpAttr,
     CmGetEvent,
+    CreateCompChannel,
+    ReqNotifyCq,
+    GetCqEvent,
+    CreateQpEx,
+    WrComplete,
 }
 
 impl fmt::Display for Verb {
@@ -68,6 +73,11 @@ impl fmt::Display for Verb {
             Verb::CmEstablish => "rdma_establish",
             Verb::CmInitQpAttr => "rdma_init_qp_attr",
             Verb::CmGetEvent => "rdma_get_cm_event",
+            Verb::CreateCompChannel => "ibv_create_comp_channel",
+            Verb::ReqNotifyCq => "ibv_req_notify_cq",
+            Verb::GetCqEvent => "ibv_get_cq_event",
+            Verb::CreateQpEx => "ibv_create_qp_ex",
+            Verb::WrComplete => "ibv_wr_complete",
         };
         f.write_str(name)
     }

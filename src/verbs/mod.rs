@@ -6,6 +6,7 @@
 
 mod addr;
 mod ah;
+mod channel;
 mod cm;
 mod cq;
 mod device;
@@ -13,11 +14,13 @@ mod error;
 mod mr;
 mod pd;
 mod qp;
+mod qp_ex;
 mod srq;
 mod wr;
 
 pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
+pub use channel::CompletionChannel;
 pub use cm::{event as cm_event, event_name as cm_event_name, CmEvent, CmId, EventChannel};
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{
@@ -28,5 +31,6 @@ pub use error::{Result, Verb, VerbsError};
 pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
+pub use qp_ex::SendOps;
 pub use srq::SharedReceiveQueue;
 pub use wr::{sge_split, RecvList, SendList, SendOp};

@@ -56,6 +56,9 @@ pub struct MemoryRegion {
     raw: *mut ffi::ibv_mr,
     buf: *mut u8,
     layout: Layout,
+    /// Set when the buffer is a huge-page mapping (freed by dropping it)
+    /// rather than a heap allocation of `layout`.
+    huge: Option<crate::sys::HugePages>,
     _pd: Arc<ProtectionDomain>,
 }
 
@@ -69,6 +72,38 @@ unsafe impl Sync for MemoryRegion {}
 const PAGE: usize = 4096;
 
 impl MemoryRegion {
+    /// A buffer of at least `len` bytes from 2 MiB huge pages (`--hugepages`),
+    /// registered like [`MemoryRegion::new`]'s.
+    pub fn new_huge(pd: &Arc<ProtectionDomain>, len: usize, access: Access) -> Result<Arc<Self>> {
+        let pages = crate::sys::HugePages::map(len).map_err(|e| {
+            VerbsError::Invalid(format!(
+                "--hugepages: cannot map {len} bytes of 2 MiB huge pages ({e}; {} free): reserve more in {}",
+                crate::sys::free_huge_pages().map_or("?".into(), |n| n.to_string()),
+                crate::sys::NR_HUGEPAGES
+            ))
+        })?;
+        let size = pages.bytes();
+        let layout = Layout::from_size_align(size, PAGE)
+            .map_err(|e| VerbsError::Invalid(format!("buffer of {len} bytes: {e}")))?;
+        let buf = pages.as_ptr();
+        // SAFETY: `buf` points to `size` mapped bytes that `pages` owns until
+        // Drop, which deregisters before unmapping.
+        let raw = unsafe { ffi::ibv_reg_mr(pd.raw(), buf.cast(), size, access.bits() as i32) };
+        if raw.is_null() {
+            return Err(VerbsError::last_os(
+                Verb::RegMr,
+                format!("{} bytes of huge pages on {}", size, pd.context().name()),
+            ));
+        }
+        Ok(Arc::new(Self {
+            raw,
+            buf,
+            layout,
+            huge: Some(pages),
+            _pd: pd.clone(),
+        }))
+    }
+
     pub fn new(pd: &Arc<ProtectionDomain>, len: usize, access: Access) -> Result<Arc<Self>> {
         let size = len.max(64).div_ceil(PAGE) * PAGE;
         let layout = Layout::from_size_align(size, PAGE)
@@ -96,8 +131,14 @@ impl MemoryRegion {
             raw,
             buf,
             layout,
+            huge: None,
             _pd: pd.clone(),
         }))
+    }
+
+    /// Whether the buffer comes from huge pages.
+    pub fn is_huge(&self) -> bool {
+        self.huge.is_some()
     }
 
     pub fn len(&self) -> usize {
@@ -211,7 +252,10 @@ impl Drop for MemoryRegion {
         // no atomic view outlives `&self`; deregister before freeing.
         unsafe {
             ffi::ibv_dereg_mr(self.raw);
-            dealloc(self.buf, self.layout);
+            if self.huge.is_none() {
+                dealloc(self.buf, self.layout);
+            }
         }
+        // A huge-page buffer is unmapped when `huge` drops, after deregistration.
     }
 }

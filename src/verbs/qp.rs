@@ -16,6 +16,7 @@ use super::device::{mtu_enum, Gid};
 use super::error::{Result, Verb, VerbsError};
 use super::mr::{Access, MemoryRegion};
 use super::pd::ProtectionDomain;
+use super::qp_ex::{self, SendOps};
 use super::srq::SharedReceiveQueue;
 use super::wr::{Held, RecvList, SendList};
 
@@ -65,12 +66,21 @@ pub struct QueuePairBuilder<'a> {
     max_send_sge: u32,
     max_inline: u32,
     srq: Option<&'a Arc<SharedReceiveQueue>>,
+    /// `Some`: an extended QP (`ibv_create_qp_ex`) with these send operations.
+    ex_ops: Option<SendOps>,
 }
 
 impl<'a> QueuePairBuilder<'a> {
     /// Receives come from `srq` instead of this QP's own receive queue.
     pub fn srq(mut self, srq: Option<&'a Arc<SharedReceiveQueue>>) -> Self {
         self.srq = srq;
+        self
+    }
+
+    /// Creates an extended QP with exactly `ops` (`--post-api ex`); posting
+    /// then goes through `ibv_wr_*`, and only these operations may be posted.
+    pub fn extended(mut self, ops: SendOps) -> Self {
+        self.ex_ops = Some(ops);
         self
     }
 
@@ -110,6 +120,9 @@ impl<'a> QueuePairBuilder<'a> {
         if let Some(srq) = self.srq {
             init.srq = srq.raw();
         }
+        if let Some(ops) = self.ex_ops {
+            return self.build_ex(init, ops);
+        }
         // SAFETY: the PD, CQs and SRQ are alive (we keep Arcs to them in the QP).
         let raw = unsafe { ffi::ibv_create_qp(self.pd.raw(), &mut init) };
         if raw.is_null() {
@@ -137,6 +150,69 @@ impl<'a> QueuePairBuilder<'a> {
                 self.recv_cq.clone(),
             )
         };
+        qp._srq = self.srq.cloned();
+        Ok(qp)
+    }
+
+    /// `build` for an extended QP: the same attributes plus the send operations.
+    fn build_ex(self, init: ffi::ibv_qp_init_attr, ops: SendOps) -> Result<QueuePair> {
+        use ffi::ibv_qp_init_attr_mask as m;
+        // SAFETY: all-zero is a valid ibv_qp_init_attr_ex; the fields that
+        // comp_mask names are set below.
+        let mut ex: ffi::ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+        ex.send_cq = init.send_cq;
+        ex.recv_cq = init.recv_cq;
+        ex.qp_type = init.qp_type;
+        ex.sq_sig_all = 0;
+        ex.cap = init.cap;
+        ex.srq = init.srq;
+        ex.pd = self.pd.raw();
+        ex.comp_mask = m::IBV_QP_INIT_ATTR_PD.0 | m::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
+        ex.send_ops_flags = ops.bits();
+        // SAFETY: the context, PD and CQs are alive (the QP keeps Arcs to the
+        // PD and CQs); `ex` is initialised for every bit of comp_mask.
+        let raw = unsafe { ffi::ibv_create_qp_ex(self.pd.context().raw(), &mut ex) };
+        // SAFETY: `raw` (when not null) is a QP created with send operations.
+        let qpx = if raw.is_null() {
+            std::ptr::null_mut()
+        } else {
+            unsafe { ffi::ibv_qp_to_qp_ex(raw) }
+        };
+        if raw.is_null() || qpx.is_null() {
+            let err = std::io::Error::last_os_error();
+            if !raw.is_null() {
+                // SAFETY: created just above and not wrapped: destroyed once here.
+                unsafe { ffi::ibv_destroy_qp(raw) };
+            }
+            return Err(VerbsError::Call {
+                verb: Verb::CreateQpEx,
+                object: format!(
+                    "{} ({} QP with send ops {}, {} send WRs, inline {}): \
+                     the device refuses the extended post API (--post-api ex); \
+                     use --post-api classic",
+                    self.pd.context().name(),
+                    self.transport,
+                    ops.names(),
+                    self.max_send_wr,
+                    self.max_inline
+                ),
+                source: err,
+                hint: "",
+            });
+        }
+        // SAFETY: as in `build`; ibv_create_qp_ex wrote back the granted caps.
+        let mut qp = unsafe {
+            QueuePair::from_raw(
+                raw,
+                self.transport,
+                &ex.cap,
+                self.pd.clone(),
+                self.send_cq.clone(),
+                self.recv_cq.clone(),
+            )
+        };
+        qp.ex = qpx;
+        qp.ex_ops = ops;
         qp._srq = self.srq.cloned();
         Ok(qp)
     }
@@ -169,6 +245,10 @@ pub struct QueuePair {
     max_inline: u32,
     max_send_wr: u32,
     max_recv_wr: u32,
+    /// The extended view (`--post-api ex`), or null: `post_send` then uses
+    /// `ibv_wr_*` and may post only the operations in `ex_ops`.
+    ex: *mut ffi::ibv_qp_ex,
+    ex_ops: SendOps,
     /// Released after the QP is destroyed (fields drop after `Drop::drop`).
     keep: KeepAlive,
     /// The rdma_cm id that connected this QP (`--cm`), destroyed (and so
@@ -231,6 +311,7 @@ impl QueuePair {
             max_send_sge: 1,
             max_inline: 0,
             srq: None,
+            ex_ops: None,
         }
     }
 
@@ -256,6 +337,8 @@ impl QueuePair {
             max_inline: cap.max_inline_data,
             max_send_wr: cap.max_send_wr,
             max_recv_wr: cap.max_recv_wr,
+            ex: std::ptr::null_mut(),
+            ex_ops: SendOps::NONE,
             keep: KeepAlive::default(),
             link: None,
             _pd: pd,
@@ -334,6 +417,11 @@ impl QueuePair {
     /// Keeps the rdma_cm id that connected this QP for the QP's lifetime.
     pub fn hold_link(&mut self, id: CmId) {
         self.link = Some(id);
+    }
+
+    /// Whether sends go through the extended post API (`ibv_wr_*`).
+    pub fn is_extended(&self) -> bool {
+        !self.ex.is_null()
     }
 
     fn modify(&self, attr: &mut ffi::ibv_qp_attr, mask: u32, step: &str) -> Result<()> {
@@ -422,6 +510,15 @@ impl QueuePair {
     pub fn post_send(&mut self, list: &mut SendList) -> Result<()> {
         if list.held().by_qp != self.id {
             self.keep.adopt(list.held(), self.id);
+        }
+        if !self.ex.is_null() {
+            let (qpn, t) = (self.qpn, self.transport);
+            // SAFETY: `ex` is this live QP's extended view, created with
+            // `ex_ops`; `&mut self` makes this thread its only poster; what
+            // the list names is kept alive by this QP (adopted above).
+            return unsafe {
+                qp_ex::post(self.ex, self.ex_ops, list, || format!("QP {qpn} ({t})"))
+            };
         }
         let mut bad = std::ptr::null_mut();
         // SAFETY: head() links the WRs afresh; their SGEs point into MRs, and

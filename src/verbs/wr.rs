@@ -49,10 +49,13 @@ impl Held {
 /// each with room for the same number of SGEs.
 pub struct SendList {
     // Boxed slices: their heap storage never moves while the list lives.
-    wrs: Box<[ffi::ibv_send_wr]>,
+    pub(super) wrs: Box<[ffi::ibv_send_wr]>,
     /// WR `i` gathers from `sges[i * sges_per_wr..][..num_sge]`.
-    sges: Box<[ffi::ibv_sge]>,
-    sges_per_wr: usize,
+    pub(super) sges: Box<[ffi::ibv_sge]>,
+    pub(super) sges_per_wr: usize,
+    /// Room for inline WRs of several SGEs on an extended QP
+    /// (`ibv_wr_set_inline_data_list`), filled from `sges` when posting.
+    pub(super) bufs: Box<[ffi::ibv_data_buf]>,
     held: Held,
 }
 
@@ -119,10 +122,15 @@ impl SendList {
             length: 0,
             lkey: 0,
         };
+        let no_buf = ffi::ibv_data_buf {
+            addr: std::ptr::null_mut(),
+            length: 0,
+        };
         Self {
             wrs,
             sges: vec![zero; len * sges_per_wr].into_boxed_slice(),
             sges_per_wr,
+            bufs: vec![no_buf; len * sges_per_wr].into_boxed_slice(),
             held: Held::default(),
         }
     }
@@ -291,6 +299,12 @@ impl SendList {
     #[inline(always)]
     pub fn set_wr_id(&mut self, i: usize, id: u64) {
         self.wrs[i].wr_id = id;
+    }
+
+    /// Points a WRITE or READ WR at another remote address (same rkey).
+    #[inline(always)]
+    pub fn set_remote_addr(&mut self, i: usize, addr: u64) {
+        self.wrs[i].wr.rdma.remote_addr = addr;
     }
 
     /// Sets the compare and swap operands of a CAS WR.

@@ -187,10 +187,14 @@ fn cm_hello() -> Message {
             warmup: 0,
             timeout_s: 3.0,
             sge: 1,
+            events: false,
+            post_api: rdma_bench::spec::PostApi::Classic,
+            live: Default::default(),
             path: PathSpec {
                 connection: Connection::Cm,
                 ..PathSpec::default()
             },
+            memory: Default::default(),
         }),
         endpoint: Some(Endpoint {
             qpn: 17,

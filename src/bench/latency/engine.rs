@@ -7,9 +7,14 @@
 //! Completion (read, atomic, --completion): the client stamps the clock,
 //! posts a signaled WR and stamps again when its completion is polled.
 //! Nothing here allocates, locks, logs or makes a syscall besides the verbs'.
+//! (The window's two edges read the device counters and the CPU times;
+//! an `--interval` boundary, noticed from the clock, summarises the
+//! interval's own histogram and publishes it lock-free: between two
+//! samples, never inside one.)
 
 use crate::clock::Clock;
 use crate::connect::{expect, unexpected, Control, Deadlines, Message};
+use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::Result;
 use crate::report::CounterDeltas;
 use crate::spec::{AtomicOp, LatencyMode, LatencySpec, VerbKind};
@@ -17,6 +22,7 @@ use crate::stats::LatencyRecorder;
 use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY};
 
 use super::super::counters::DeviceCounters;
+use super::super::intervals::IntervalBoard;
 use super::super::ops::{atomic_expected, atomic_operands, posts_inline, send_op, wc_label};
 use super::super::qpset::GRH_BYTES;
 use super::super::wait::{IdleWatch, Patience};
@@ -41,6 +47,10 @@ pub struct ClientPoint {
     pub elapsed_ns: u64,
     /// The device's counters over the measured iterations (warm-up excluded).
     pub device_counters: Option<CounterDeltas>,
+    /// `--events`: completion-channel wake-ups over the measured iterations.
+    pub event_wakeups: Option<u64>,
+    /// This process's CPU use over the measured iterations.
+    pub cpu: Option<CpuUse>,
 }
 
 /// Offset of the last payload byte of a `size`-byte message in the receive area.
@@ -82,7 +92,8 @@ fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) ->
     wr
 }
 
-/// Polls one completion from `cq` (bounded by `patience`), checking its status.
+/// Polls one completion from `cq` (bounded by `patience`), checking its
+/// status; a CQ on a completion channel (`--events`) is slept on instead.
 #[inline(always)]
 fn reap_one(
     cq: &CompletionQueue,
@@ -91,10 +102,14 @@ fn reap_one(
     patience: &Patience,
     wc: &mut [WorkCompletion; 1],
 ) -> Result<()> {
-    patience.wait(
-        || format!("a {verb} completion on QP {qpn}"),
-        || Ok((cq.poll(wc)? == 1).then_some(())),
-    )?;
+    let what = || format!("a {verb} completion on QP {qpn}");
+    match cq.channel() {
+        // --events: the wake-up is part of the sample.
+        Some(ch) => {
+            patience.sleep_for(cq, ch, wc, what)?;
+        }
+        None => patience.wait(what, || Ok((cq.poll(wc)? == 1).then_some(())))?,
+    }
     wc[0].check(verb)?;
     Ok(())
 }
@@ -107,9 +122,20 @@ pub fn client_point(
     clock: &Clock,
     rec: &mut LatencyRecorder,
     counters: &DeviceCounters,
+    board: Option<&IntervalBoard>,
 ) -> Result<ClientPoint> {
     let mut before = None;
+    let mut cpu_before = None;
     rec.clear();
+    // --interval: each interval's own samples, summarised at its end.
+    let mut irec = board.map(|_| LatencyRecorder::new());
+    let mut marks = IntervalBoard::marks(board, 0);
+    let scale = if spec.mode == LatencyMode::PingPong {
+        0.5
+    } else {
+        1.0
+    };
+    let forever = spec.live.forever;
     let patience = Patience::new(*clock, spec.timeout_s);
     let mut wr = build_wr(side, spec, size, false);
     let inline = posts_inline(spec.verb, spec.inline, size, side.qp().max_inline());
@@ -125,6 +151,8 @@ pub fn client_point(
     let Side { set, recvs, .. } = side;
     let (qp, mr) = (&mut set.qps[0], &set.mr);
     let (send_cq, recv_cq) = (&set.send_cq, &set.recv_cq);
+    let channel = set.channel.as_deref();
+    let mut woken_before = 0;
     let mut wc = [WorkCompletion::default(); 1];
     let mut failures = 0u64;
     let started = clock.now();
@@ -136,9 +164,23 @@ pub fn client_point(
             if !counters.is_empty() {
                 before = Some(counters.read());
             }
+            woken_before = channel.map_or(0, |c| c.events_taken());
+            // Innermost, so it covers the measured iterations closely.
+            cpu_before = Some(CpuSnapshot::take());
             measured_from = clock.now();
+            marks.start(measured_from);
+        }
+        if let Some(ir) = irec.as_mut() {
+            let now = clock.now();
+            if marks.due(now) {
+                let s = ir.summary(scale);
+                marks.mark(now, k - warmup, Some((s.p50_ns, s.p99_ns)));
+                ir.clear();
+            }
         }
         let done = match duration_ticks {
+            // --forever: until a signal ends it at an interval boundary.
+            _ if forever => marks.stopped(),
             // Duration mode: the warm-up still counts iterations, then time rules.
             Some(_) if k < warmup => false,
             Some(d) => clock.now().wrapping_sub(measured_from) >= d,
@@ -160,7 +202,7 @@ pub fn client_point(
                     let t1 = clock.now();
                     qp.post_recv(recvs)?;
                     if k >= warmup {
-                        rec.record(clock.to_ns(t1.wrapping_sub(t0)));
+                        sample(rec, &mut irec, clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 } else {
                     patience.wait(
@@ -173,7 +215,7 @@ pub fn client_point(
                     )?;
                     let t1 = clock.now();
                     if k >= warmup {
-                        rec.record(clock.to_ns(t1.wrapping_sub(t0)));
+                        sample(rec, &mut irec, clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 }
                 if signaled {
@@ -191,7 +233,7 @@ pub fn client_point(
                 reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
                 let t1 = clock.now();
                 if k >= warmup {
-                    rec.record(clock.to_ns(t1.wrapping_sub(t0)));
+                    sample(rec, &mut irec, clock.to_ns(t1.wrapping_sub(t0)));
                 }
                 if spec.op.is_some() && mr.read_u64(Side::SEND_AREA) != atomic_expected(k) {
                     failures += 1;
@@ -201,7 +243,16 @@ pub fn client_point(
         k += 1;
     }
     let finished = clock.now();
+    let cpu = cpu_before.map(|b| CpuSnapshot::take().since(&b));
     let device_counters = before.map(|b| counters.delta(&b, &counters.read()));
+    let event_wakeups = channel.map(|c| c.events_taken() - woken_before);
+    // The last piece of a finite window (a stopped --forever point ends
+    // on a boundary, so it has none).
+    let measured = k.saturating_sub(warmup);
+    if let Some(ir) = irec.as_ref().filter(|_| measured > marks.last_ops()) {
+        let s = ir.summary(scale);
+        marks.mark(finished, measured, Some((s.p50_ns, s.p99_ns)));
+    }
     if spec.mode == LatencyMode::PingPong {
         // Tell the answering side this point is over.
         mr.write_u8(send_marker, STOP);
@@ -216,7 +267,18 @@ pub fn client_point(
         inline,
         elapsed_ns: clock.to_ns(finished.wrapping_sub(measured_from)),
         device_counters,
+        event_wakeups,
+        cpu,
     })
+}
+
+/// Records one sample in the point's histogram and (--interval) the interval's.
+#[inline(always)]
+fn sample(rec: &mut LatencyRecorder, irec: &mut Option<LatencyRecorder>, ns: u64) {
+    rec.record(ns);
+    if let Some(ir) = irec {
+        ir.record(ns);
+    }
 }
 
 /// Runs one point on the server; returns how many messages it received.
@@ -229,7 +291,10 @@ pub fn server_point(
     ctl: &mut dyn Control,
 ) -> Result<u64> {
     let patience = Patience::new(*clock, spec.timeout_s);
-    let deadlines = Deadlines::new(spec.timeout_s, spec.duration_s.unwrap_or(0.0));
+    let deadlines = Deadlines::new(
+        spec.timeout_s,
+        spec.live.point_s(spec.duration_s.unwrap_or(0.0)),
+    );
     let qpn = side.qp().qpn();
     let echo = spec.verb == VerbKind::Echo;
     let mut wr = build_wr(side, spec, size, echo);

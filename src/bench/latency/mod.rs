@@ -6,13 +6,13 @@ mod engine;
 mod session;
 
 pub use engine::{marker, ClientPoint};
-pub use session::{run_client, serve_latency, PointOutcome};
+pub use session::{run_client, run_client_live, serve_latency, PointOutcome};
 
 use crate::error::Result;
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 use crate::verbs::{Endpoint, QueuePair, RecvList};
 
-use super::ops::{access_for, test_fault, Fault, Role};
+use super::ops::{access_for, ex_send_ops, test_fault, Fault, Role};
 use super::port::Port;
 use super::qpset::{slot_bytes, QpSet, QpShape};
 
@@ -76,6 +76,9 @@ impl UnconnectedSide {
                 region: 2 * slot,
                 access: access_for(spec.verb, role),
                 path: spec.path,
+                events: spec.events,
+                ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
+                memory: spec.memory,
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

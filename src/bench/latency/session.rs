@@ -4,13 +4,15 @@
 use crate::affinity::{self, Side};
 use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
+use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::{Error, Result};
-use crate::report::PeerInfo;
+use crate::report::{IntervalFigure, PeerInfo};
 use crate::spec::{Connection, LatencySpec, TestSpec};
 use crate::stats::LatencyRecorder;
 use crate::verbs::Endpoint;
 
 use super::super::cm::{self, Listener};
+use super::super::intervals::{watch, IntervalBoard};
 use super::super::ops::{inline_room, needs_inline_limit, Role};
 use super::super::port::Port;
 use super::engine::{client_point, server_point, ClientPoint};
@@ -26,6 +28,10 @@ pub struct PointOutcome<'a> {
     pub samples: &'a LatencyRecorder,
     /// The server's host and device, as its handshake said.
     pub peer: &'a PeerInfo,
+    /// `--interval`: the point cut into intervals (empty without it).
+    pub intervals: Vec<IntervalFigure>,
+    /// The server's CPU use from ready to finish, as it reported.
+    pub cpu_peer: Option<CpuUse>,
 }
 
 /// Checks `spec` against the device behind `port`; returns the inline room
@@ -54,7 +60,10 @@ fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
 }
 
 fn deadlines(spec: &LatencySpec) -> Deadlines {
-    Deadlines::new(spec.timeout_s, spec.duration_s.unwrap_or(0.0))
+    Deadlines::new(
+        spec.timeout_s,
+        spec.live.point_s(spec.duration_s.unwrap_or(0.0)),
+    )
 }
 
 /// Runs every point of `spec` as the client. `on_point` sees each point as
@@ -64,6 +73,19 @@ pub fn run_client(
     port: &Port,
     ctl: &mut dyn Control,
     clock: &Clock,
+    on_point: impl FnMut(PointOutcome<'_>) -> Result<()>,
+) -> Result<()> {
+    run_client_live(spec, port, ctl, clock, &|_, _| {}, on_point)
+}
+
+/// `run_client`, with each `--interval` handed to `on_interval` (point
+/// index, interval) from a watcher thread as it ends.
+pub fn run_client_live(
+    spec: &LatencySpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
     mut on_point: impl FnMut(PointOutcome<'_>) -> Result<()>,
 ) -> Result<()> {
     let d = deadlines(spec);
@@ -104,10 +126,27 @@ pub fn run_client(
             Message::Ready { index: r } if *r == index => Some(()),
             _ => None,
         })?;
-        let client = client_point(&mut side, spec, size, clock, &mut rec, &port.counters)?;
+        let board = IntervalBoard::new(clock, spec.live.interval_s, spec.live.forever, 1);
+        let shown = |f: &IntervalFigure| on_interval(index, f);
+        let (client, intervals) = watch(board.as_ref(), &shown, || {
+            client_point(
+                &mut side,
+                spec,
+                size,
+                clock,
+                &mut rec,
+                &port.counters,
+                board.as_ref(),
+            )
+        });
+        let client = client?;
         ctl.send(&Message::Finish { index })?;
-        let received = expect(ctl, "finished", d.setup(), |m| match m {
-            Message::Finished { index: r, received } if *r == index => Some(*received),
+        let (received, cpu_peer) = expect(ctl, "finished", d.setup(), |m| match m {
+            Message::Finished {
+                index: r,
+                received,
+                cpu,
+            } if *r == index => Some((*received, *cpu)),
             _ => None,
         })?;
         on_point(PointOutcome {
@@ -117,6 +156,8 @@ pub fn run_client(
             server_received: server_counts.then_some(received),
             samples: &rec,
             peer: &accepted.peer,
+            intervals,
+            cpu_peer,
         })?;
     }
     ctl.send(&Message::Bye)?;
@@ -183,7 +224,13 @@ pub fn serve_latency(
         side.reset();
         side.plant_faults(&spec);
         ctl.send(&Message::Ready { index })?;
+        let before = CpuSnapshot::take();
         let received = server_point(&mut side, &spec, size, index, clock, ctl)?;
-        ctl.send(&Message::Finished { index, received })?;
+        let cpu = Some(CpuSnapshot::take().since(&before));
+        ctl.send(&Message::Finished {
+            index,
+            received,
+            cpu,
+        })?;
     }
 }

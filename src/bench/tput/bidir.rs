@@ -100,6 +100,8 @@ pub fn run_bidir(
         received: received.clone(),
         group: Vec::new(),
         words: words.clone(),
+        // Each side's CPU travels in its issuers' report (`DriverReport::cpu`).
+        cpu: None,
     })?;
     let (peer_received, peer_words) = expect(ctl, "stopped", d.point(), |m| match m {
         Message::Stopped {

@@ -13,7 +13,7 @@ use crate::spec::{EchoVerb, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
 use super::super::latency::marker;
-use super::super::ops::echo_wc_label;
+use super::super::ops::{echo_ex_send_ops, echo_wc_label};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::Patience;
@@ -67,6 +67,9 @@ impl EchoClientSet {
                 region: layout.client_region(),
                 access,
                 path: spec.path,
+                events: false,
+                ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
+                memory: spec.memory,
             },
         )?;
         let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
@@ -82,6 +85,9 @@ impl EchoClientSet {
                     region: layout.server_region(),
                     access: Access::LOCAL,
                     path: spec.path,
+                    events: false,
+                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
+                    memory: spec.memory,
                 },
             )?)
         } else {
@@ -294,13 +300,16 @@ fn echo_client_thread(
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
-    let mut counters = None;
+    let mut counters = Default::default();
     let mut last_landing = t0;
     loop {
         if aborted() {
             return Err(Error::Interrupted);
         }
         let now = clock.now();
+        if !stopping && win.interval_due(now) {
+            win.mark_interval(now, fl.done.iter().sum::<u64>() - base.iter().sum::<u64>());
+        }
         if !stopping && win.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;

@@ -10,7 +10,7 @@ use crate::spec::{EchoVerb, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
 use super::super::latency::marker;
-use super::super::ops::echo_wc_label;
+use super::super::ops::{echo_ex_send_ops, echo_wc_label};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::IdleWatch;
@@ -82,6 +82,9 @@ impl EchoServerSet {
                     region: layout.server_region(),
                     access,
                     path: spec.path,
+                    events: false,
+                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
+                    memory: spec.memory,
                 },
             )
         };
@@ -96,6 +99,9 @@ impl EchoServerSet {
                 region: rq as usize * layout.slot,
                 access: Access::LOCAL,
                 path: spec.path,
+                events: false,
+                ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
+                memory: spec.memory,
             };
             // --srq: the request QP receives from a shared receive queue.
             if srq {

@@ -14,6 +14,7 @@ use crate::verbs::{Endpoint, SendList, UD_QKEY};
 use super::super::ops::{atomic_operands, send_op, wc_label};
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
+use super::super::slots::{self, RemoteSlots};
 use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
 use super::pace::Pacer;
@@ -25,6 +26,8 @@ pub struct IssuerSet {
     pub set: QpSet,
     /// Per QP: its prebuilt postlist (built once connected).
     lists: Vec<SendList>,
+    /// Per QP: the remote address of each WR (`--region`/`--offsets`).
+    slots: Vec<RemoteSlots>,
 }
 
 impl IssuerSet {
@@ -32,6 +35,7 @@ impl IssuerSet {
         Ok(IssuerSet {
             set: QpSet::new(port, shape)?,
             lists: Vec::new(),
+            slots: Vec::new(),
         })
     }
 
@@ -40,6 +44,23 @@ impl IssuerSet {
         self.set.connect(remotes)?;
         let (spec, p) = (ctx.spec, ctx.point);
         let pl = p.postlist as usize;
+        let write = spec.verb == crate::spec::VerbKind::Write;
+        for q in 0..remotes.len() {
+            // A payload no zeroed region holds, so the target's memory shows
+            // which of its slots WRITEs reached.
+            if write && p.size > 0 {
+                self.set
+                    .mr_of(q)
+                    .fill(self.set.offset(q), p.size as usize, PAYLOAD);
+            }
+        }
+        self.slots = remotes
+            .iter()
+            .enumerate()
+            .map(|(q, r)| {
+                RemoteSlots::new(spec.memory.offsets, r.addr, r.len, p.size, slots::seed(q))
+            })
+            .collect();
         self.lists = remotes
             .iter()
             .enumerate()
@@ -48,7 +69,8 @@ impl IssuerSet {
                 let mut list = SendList::with_sges(pl, sge);
                 for j in 0..pl {
                     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
-                    list.set_split(j, op, &self.set.mr, self.set.offset(q), p.size, sge);
+                    let mr = self.set.mr_of(q);
+                    list.set_split(j, op, mr, self.set.offset(q), p.size, sge);
                     list.set_inline(j, spec.inline);
                     if let Some(ah) = &self.set.ahs[q] {
                         list.set_ud_dest(j, ah, remote.qpn, UD_QKEY);
@@ -60,6 +82,9 @@ impl IssuerSet {
         Ok(())
     }
 }
+
+/// The byte every WRITE payload is made of.
+pub const PAYLOAD: u8 = 0xA5;
 
 /// Gives WR `j` of QP `q`'s postlist its sequence number `seq`, its
 /// signaled flag and (chained CAS) the operands of the `seq`-th CAS.
@@ -87,7 +112,8 @@ fn issue_thread(
     barrier: &Barrier,
 ) -> Result<ThreadResult> {
     let (spec, p, clock, window) = (ctx.spec, ctx.point, ctx.clock, ctx.window);
-    let IssuerSet { set, lists } = s;
+    let IssuerSet { set, lists, slots } = s;
+    let moving = slots.iter().any(|s| s.moves());
     let n = set.qps.len();
     let pl = p.postlist as u64;
     let (sp, w) = (p.effective_signal_period() as u64, p.window as u64);
@@ -130,6 +156,12 @@ fn issue_thread(
             return Err(Error::Interrupted);
         }
         let now = clock.now();
+        if win.interval_due(now) {
+            win.mark_interval(
+                now,
+                tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>(),
+            );
+        }
         let done = match window.iters {
             None => match ctx.hold {
                 Some(h) => open && !h.held(),
@@ -184,6 +216,9 @@ fn issue_thread(
                         last_signaled[q] = seq;
                     }
                     stamp(list, j as usize, q, seq, signaled, chain_cas);
+                    if moving {
+                        list.set_remote_addr(j as usize, slots[q].next_addr());
+                    }
                 }
                 set.qps[q].post_send(list)?;
                 tx.posted[q] += pl;

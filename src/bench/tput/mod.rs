@@ -24,14 +24,16 @@ mod threads;
 mod window;
 
 pub use hold::LoadHold;
-pub use session::{run_tput_client, run_tput_client_held, serve_tput, Reverse, TputOutcome};
+pub use session::{
+    run_tput_client, run_tput_client_held, run_tput_client_live, serve_tput, Reverse, TputOutcome,
+};
 pub use window::{PointCtx, Window, WindowTimer};
 
 use crate::error::Result;
 use crate::spec::{Direction, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, PortConfig, QueuePair};
 
-use super::ops::{access_for, Role};
+use super::ops::{access_for, ex_send_ops, Role};
 use super::port::Port;
 use super::qpset::{short, slot_bytes, QpShape};
 use echo_client::EchoClientSet;
@@ -124,6 +126,9 @@ impl<E: EchoPart> PointSide<E> {
                 region: slot_bytes(p.size),
                 access: Access::LOCAL,
                 path: spec.path,
+                events: spec.events,
+                ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
+                memory: spec.memory,
             };
             (0..p.threads)
                 .map(|_| IssuerSet::new(port, &shape))

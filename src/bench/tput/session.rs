@@ -6,13 +6,15 @@
 use crate::affinity::{self, Side};
 use crate::clock::Clock;
 use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
+use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::{Error, Result};
-use crate::report::{ClientFigure, DriverReport, PeerInfo};
+use crate::report::{ClientFigure, DriverReport, IntervalFigure, PeerInfo};
 use crate::spec::{Connection, DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
 use super::super::cm::{self, Listener};
 use super::super::group::Rendezvous;
+use super::super::intervals::{add_tail, watch, IntervalBoard};
 use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
 use super::bidir::run_bidir;
@@ -44,6 +46,10 @@ pub struct TputOutcome {
     /// `--bidirectional`: the server-to-client direction (`report` and
     /// `received` above are then the client-to-server one).
     pub reverse: Option<Reverse>,
+    /// This process's CPU use over its window (driving: the first thread's
+    /// window; otherwise from go to stop), and the peer's as it reported.
+    pub cpu_local: Option<CpuUse>,
+    pub cpu_peer: Option<CpuUse>,
 }
 
 /// What the server issued in a bidirectional point, and what the client's
@@ -54,6 +60,23 @@ pub struct Reverse {
     pub received: Vec<u64>,
     /// Atomics: operations the client's words do not account for.
     pub verify_failures: Option<u64>,
+}
+
+/// Runs a driving side's threads while its intervals go to `on_interval` as
+/// they end; returns its report with every interval (the last piece of a
+/// finite window included).
+fn drive(
+    board: Option<&IntervalBoard>,
+    on_interval: &(dyn Fn(&IntervalFigure) + Sync),
+    work: impl FnOnce() -> Result<DriverReport>,
+) -> Result<DriverReport> {
+    let (report, intervals) = watch(board, on_interval, work);
+    let mut report = report?;
+    report.intervals = intervals;
+    if let Some(tail) = add_tail(&mut report.intervals, report.ops, report.elapsed_s) {
+        on_interval(tail);
+    }
+    Ok(report)
 }
 
 /// The device limits `spec` is checked against: inline limits are probed
@@ -72,7 +95,10 @@ fn device_limits(spec: &TputSpec, port: &Port) -> Result<DeviceLimits> {
 }
 
 fn deadlines(spec: &TputSpec) -> Deadlines {
-    Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s)
+    Deadlines::new(
+        spec.timeout_s,
+        spec.live.point_s(spec.warmup_s + spec.duration_s),
+    )
 }
 
 fn expect_go(ctl: &mut dyn Control, index: u32, d: &Deadlines) -> Result<()> {
@@ -89,6 +115,7 @@ struct Counted {
     received: Vec<u64>,
     group: Vec<ClientFigure>,
     words: Vec<u64>,
+    cpu: Option<CpuUse>,
 }
 
 impl Counted {
@@ -98,6 +125,7 @@ impl Counted {
             received: self.received,
             group: self.group,
             words: self.words,
+            cpu: self.cpu,
         }
     }
 }
@@ -120,10 +148,12 @@ fn finish_as_driver(
             received,
             group,
             words,
+            cpu,
         } if *r == index => Some(Counted {
             received: std::mem::take(received),
             group: std::mem::take(group),
             words: std::mem::take(words),
+            cpu: *cpu,
         }),
         _ => None,
     })?;
@@ -138,7 +168,7 @@ pub fn run_tput_client(
     clock: &Clock,
     on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
-    run_tput_client_held(spec, port, ctl, clock, None, on_point)
+    run_tput_client_with(spec, port, ctl, clock, None, &|_, _| {}, on_point)
 }
 
 /// `run_tput_client`, with the client's issuers' windows held open by
@@ -149,6 +179,34 @@ pub fn run_tput_client_held(
     ctl: &mut dyn Control,
     clock: &Clock,
     hold: Option<&LoadHold>,
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    run_tput_client_with(spec, port, ctl, clock, hold, &|_, _| {}, on_point)
+}
+
+/// `run_tput_client`; with `--interval`, each interval the client drives
+/// goes to `on_interval` (point index, interval) from a watcher thread as
+/// it ends.
+pub fn run_tput_client_live(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    run_tput_client_with(spec, port, ctl, clock, None, on_interval, on_point)
+}
+
+/// Runs every point of `spec` as the client, with an optional `hold` and
+/// an `--interval` callback.
+fn run_tput_client_with(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
+    on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
     mut on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
     spec.validate_device(&device_limits(spec, port)?)?;
@@ -165,7 +223,10 @@ pub fn run_tput_client_held(
     )?;
     for (i, p) in spec.points.iter().enumerate() {
         let index = i as u32;
-        let ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
+        let board = IntervalBoard::new(clock, spec.live.interval_s, spec.live.forever, p.threads);
+        let mut ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
+        ctx.intervals = board.as_ref();
+        let shown = |f: &IntervalFigure| on_interval(index, f);
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,
@@ -196,6 +257,8 @@ pub fn run_tput_client_held(
                 // The server's receives were posted before it said ready, ours just now.
                 ctl.send(&Message::Go { index })?;
                 let b = run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                // Each side's CPU comes in its issuers' report.
+                let peer_cpu = b.peer.cpu;
                 reverse = Some(Reverse {
                     verify_failures: atomic_mismatch(&b.words, &b.peer.per_qp_sent),
                     report: b.peer,
@@ -205,30 +268,38 @@ pub fn run_tput_client_held(
                     received: b.peer_received,
                     group: Vec::new(),
                     words: b.peer_words,
+                    cpu: peer_cpu,
                 };
                 (b.mine, counted)
             }
             PointSide::Issuer(sets) => {
                 expect_go(ctl, index, &d)?;
-                let report = run_issuer(sets, &ctx)?;
+                let report = drive(board.as_ref(), &shown, || run_issuer(sets, &ctx))?;
                 finish_as_driver(ctl, index, report, &d)?
             }
             PointSide::Echo(sets) => {
                 expect_go(ctl, index, &d)?;
-                let report = run_echo_client(sets, &ctx)?;
+                let report = drive(board.as_ref(), &shown, || run_echo_client(sets, &ctx))?;
                 finish_as_driver(ctl, index, report, &d)?
             }
             PointSide::Target(set) => {
                 let mut go = |c: &mut dyn Control| c.send(&Message::Go { index });
+                let before = CpuSnapshot::take();
                 let (received, report) = run_target(set, spec, index, ctl, &mut go)?;
                 let counted = Counted {
                     received,
                     group: Vec::new(),
                     words: set.atomic_words(),
+                    cpu: Some(CpuSnapshot::take().since(&before)),
                 };
                 ctl.send(&counted.clone().message(index))?;
                 (report, counted)
             }
+        };
+        // The driver's CPU came in its report, the other side's with its counts.
+        let (cpu_local, cpu_peer) = match &side {
+            PointSide::Target(_) => (counted.cpu, report.cpu),
+            _ => (report.cpu, counted.cpu),
         };
         let verify_failures = atomic_mismatch(&counted.words, &report.per_qp_sent);
         let inline = match &side {
@@ -246,6 +317,8 @@ pub fn run_tput_client_held(
             inline,
             peer: peer.clone(),
             reverse,
+            cpu_local,
+            cpu_peer,
         })?;
     }
     ctl.send(&Message::Bye)?;
@@ -308,7 +381,9 @@ pub fn serve_tput(
                 Error::usage(format!("point {index} was not in the agreed test")),
             ));
         }
-        let ctx = PointCtx::new(&spec, &p, clock, &port.counters, Side::Server);
+        let board = IntervalBoard::new(clock, spec.live.interval_s, spec.live.forever, p.threads);
+        let mut ctx = PointCtx::new(&spec, &p, clock, &port.counters, Side::Server);
+        ctx.intervals = board.as_ref();
         let mut side = PointSide::<EchoServer>::build(port, &spec, &p)?;
         side.connect(&client_eps, &ctx)?;
         ctl.send(&Message::TputReady {
@@ -328,6 +403,7 @@ pub fn serve_tput(
             groups.meet(&start_key, expected, me.clone(), wait)?;
             c.send(&Message::Go { index })
         };
+        let before = CpuSnapshot::take();
         let (received, words, report) = match &mut side {
             PointSide::Both { issuers, target } => {
                 // The client posts its receives, then says go; both issue at once.
@@ -346,7 +422,8 @@ pub fn serve_tput(
             PointSide::Issuer(sets) => {
                 // Outbound: the client's target posts its receives, then says go.
                 expect_go(ctl, index, &d)?;
-                let report = run_issuer(sets, &ctx)?;
+                // Intervals travel in the report (no live lines over the wire).
+                let report = drive(board.as_ref(), &|_| {}, || run_issuer(sets, &ctx))?;
                 ctl.send(&Message::Stop { index, report })?;
                 expect(ctl, "stopped", wait, |m| match m {
                     Message::Stopped { index: r, .. } if *r == index => Some(()),
@@ -355,11 +432,13 @@ pub fn serve_tput(
                 continue;
             }
         };
+        let cpu = Some(CpuSnapshot::take().since(&before));
         let group = stop_together(groups, &stop_key, expected, &me, &report, wait)?;
         let counted = Counted {
             received,
             group,
             words,
+            cpu,
         };
         ctl.send(&counted.message(index))?;
     }

@@ -11,8 +11,10 @@ use crate::verbs::{Access, Endpoint, RecvList};
 use super::super::ops::{test_fault, Fault};
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
+use super::super::slots::slot_stride;
 use super::super::wait::IdleWatch;
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
+use super::issuer::PAYLOAD;
 
 pub struct TargetSet {
     pub set: QpSet,
@@ -36,10 +38,15 @@ impl TargetSet {
             region: if sends {
                 slot * RECV_BATCH as usize
             } else {
-                slot
+                // --region: the issuer QP's WRs target slots of this many bytes.
+                spec.memory.region.map_or(slot, |r| r as usize).max(slot)
             },
             access,
             path: spec.path,
+            // A target posts no sends; the issuer sleeps on events.
+            events: false,
+            ex_ops: None,
+            memory: spec.memory,
         };
         // --srq: one shared receive queue for this side's sink QPs (validated
         // against max_srq_wr before any device object exists).
@@ -63,7 +70,7 @@ impl TargetSet {
             // Test hook: every word starts at 1<<63 (its top byte 0x80), which
             // no fetch-add count or CAS chain from 0 reaches.
             for q in 0..self.set.qps.len() {
-                self.set.mr.fill(self.set.offset(q) + 7, 1, 0x80);
+                self.set.mr_of(q).fill(self.set.offset(q) + 7, 1, 0x80);
             }
         }
         if self.sink.is_some() {
@@ -73,14 +80,14 @@ impl TargetSet {
             let mut ring = match &set.srq {
                 // Every receive lands in QP 0's region: a sink never reads them.
                 Some(srq) => {
-                    let list = RecvList::new(&set.mr, 0, slot, batch, WrId::pack(0, 0));
+                    let list = RecvList::new(set.mr_of(0), 0, slot, batch, WrId::pack(0, 0));
                     RecvRing::shared(srq.clone(), list)
                 }
                 None => RecvRing::new(
                     (0..set.qps.len())
                         .map(|q| {
                             let first = WrId::pack(q, 0);
-                            RecvList::new(&set.mr, set.offset(q), slot, batch, first)
+                            RecvList::new(set.mr_of(q), set.offset(q), slot, batch, first)
                         })
                         .collect(),
                 ),
@@ -133,7 +140,22 @@ impl TargetSet {
             return Vec::new();
         }
         (0..self.set.qps.len())
-            .map(|q| self.set.mr.read_u64(self.set.offset(q)))
+            .map(|q| self.set.mr_of(q).read_u64(self.set.offset(q)))
+            .collect()
+    }
+
+    /// Per QP, how many slots of its region start with the issuer's WRITE
+    /// payload byte: a witness of `--offsets` read from memory, independent
+    /// of the issuer's address sequence (test hook, after the point).
+    pub fn written_slots(&self, size: u32) -> Vec<usize> {
+        let stride = slot_stride(size) as usize;
+        (0..self.set.qps.len())
+            .map(|q| {
+                let (mr, at) = (self.set.mr_of(q), self.set.offset(q));
+                (0..self.set.region / stride)
+                    .filter(|k| mr.read_u8(at + k * stride) == PAYLOAD)
+                    .count()
+            })
             .collect()
     }
 }
@@ -150,18 +172,32 @@ pub fn run_target(
 ) -> Result<(Vec<u64>, DriverReport)> {
     if !s.is_sink() {
         go(ctl)?;
-        let d = Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s);
+        let d = Deadlines::new(
+            spec.timeout_s,
+            spec.live.point_s(spec.warmup_s + spec.duration_s),
+        );
         let report = expect(ctl, "stop", d.passive(), |m| match m {
             Message::Stop { index: i, report } if *i == index => Some(std::mem::take(report)),
             _ => None,
         })?;
+        if spec.verb == VerbKind::Write && test_hook_slots() {
+            let size = spec.points.get(index as usize).map_or(1, |p| p.size);
+            eprintln!(
+                "test hook: WRITE slots written per target QP: {:?} of {}",
+                s.written_slots(size),
+                s.set.region / slot_stride(size) as usize
+            );
+        }
         return Ok((Vec::new(), report));
     }
     let mut received = vec![0u64; s.set.qps.len()];
     let mut buf = s.arrivals();
     go(ctl)?;
     let mut drain = |received: &mut [u64]| s.drain(received, &mut buf);
-    let d = Deadlines::new(spec.timeout_s, spec.warmup_s + spec.duration_s);
+    let d = Deadlines::new(
+        spec.timeout_s,
+        spec.live.point_s(spec.warmup_s + spec.duration_s),
+    );
     let mut watch = IdleWatch::new(d.passive(), "SENDs or the driver's stop (driver gone?)");
     loop {
         if drain(&mut received)? > 0 {
@@ -176,6 +212,12 @@ pub fn run_target(
             }
         }
     }
+}
+
+/// `RDMA_BENCH_TEST_SLOTS=1`: the target prints which of its slots WRITEs
+/// reached after each point (the device tests' witness of `--offsets`).
+fn test_hook_slots() -> bool {
+    std::env::var_os("RDMA_BENCH_TEST_SLOTS").is_some()
 }
 
 /// Asks the control channel, without really waiting, whether the driver has

@@ -4,8 +4,11 @@
 use std::sync::Barrier;
 
 use crate::affinity::{self, Side};
+use crate::cpu_use::CpuUse;
 use crate::error::{Error, Result};
 use crate::report::{CounterDeltas, DriverReport, ThreadFigure};
+
+use super::window::WindowEdges;
 
 /// What one driving thread hands back.
 pub struct ThreadResult {
@@ -16,6 +19,7 @@ pub struct ThreadResult {
     responses: u64,
     completions: u64,
     counters: Option<CounterDeltas>,
+    cpu: Option<CpuUse>,
 }
 
 impl ThreadResult {
@@ -49,12 +53,15 @@ impl ThreadResult {
             responses,
             completions,
             counters: None,
+            cpu: None,
         }
     }
 
-    /// The device's counters over this thread's window (thread 0 reads them).
-    pub fn with_counters(mut self, counters: Option<CounterDeltas>) -> Self {
-        self.counters = counters;
+    /// The device's counters and the CPU use over this thread's window
+    /// (thread 0 reads them).
+    pub fn with_counters(mut self, edges: WindowEdges) -> Self {
+        self.counters = edges.counters;
+        self.cpu = edges.cpu;
         self
     }
 }
@@ -99,6 +106,9 @@ pub fn run_threads<S: Send>(
         report.completions += r.completions;
         if let Some(c) = r.counters {
             report.device_counters = c;
+        }
+        if r.cpu.is_some() {
+            report.cpu = r.cpu;
         }
     }
     Ok(report)

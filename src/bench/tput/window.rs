@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use crate::affinity::Side;
 use crate::clock::Clock;
+use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::report::CounterDeltas;
 use crate::spec::{TputPoint, TputSpec};
 
 use super::super::counters::{CounterSnapshot, DeviceCounters};
+use super::super::intervals::{IntervalBoard, IntervalMarks};
 use super::hold::LoadHold;
 
 /// What one side measures with, and against what, in one point.
@@ -21,6 +23,8 @@ pub struct PointCtx<'a> {
     pub counters: &'a DeviceCounters,
     /// Which side this process's measuring threads are on (their CPUs).
     pub side: Side,
+    /// `--interval` on the driving side: where each thread publishes its intervals.
+    pub intervals: Option<&'a IntervalBoard>,
     /// Under load: the issuers' windows stay open until it is released.
     pub hold: Option<&'a LoadHold>,
 }
@@ -40,6 +44,7 @@ impl<'a> PointCtx<'a> {
             window: Window::new(clock, spec),
             counters,
             side,
+            intervals: None,
             hold: None,
         }
     }
@@ -51,19 +56,26 @@ impl<'a> PointCtx<'a> {
     }
 
     /// Starts thread `thread`'s window now (call it right after the start
-    /// barrier). Only thread 0 reads the device's counters at its edges.
+    /// barrier). Only thread 0 reads the device's counters and the CPU
+    /// times at its edges.
     pub fn thread_window(&self, thread: u32) -> ThreadWindow<'a> {
         let mut w = ThreadWindow {
             timer: WindowTimer::start(self.clock.now(), &self.window),
             edges: CounterEdges {
                 counters: (thread == 0 && !self.counters.is_empty()).then_some(self.counters),
                 before: CounterSnapshot::default(),
+                cpu: thread == 0,
+                cpu_before: None,
             },
             clock: self.clock,
+            marks: IntervalBoard::marks(self.intervals, thread),
         };
-        if w.timer.measuring() && w.edges.open() {
-            // Measuring from the start: the counters are read before it.
-            w.timer.reopen(w.clock.now());
+        if w.timer.measuring() {
+            if w.edges.open() {
+                // Measuring from the start: the counters are read before it.
+                w.timer.reopen(w.clock.now());
+            }
+            w.marks.start(w.timer.opened);
         }
         w
     }
@@ -74,6 +86,7 @@ pub struct ThreadWindow<'a> {
     timer: WindowTimer,
     edges: CounterEdges<'a>,
     clock: &'a Clock,
+    marks: IntervalMarks<'a>,
 }
 
 impl ThreadWindow<'_> {
@@ -87,12 +100,28 @@ impl ThreadWindow<'_> {
         if self.edges.open() {
             self.timer.reopen(self.clock.now());
         }
+        self.marks.start(self.timer.opened);
         true
     }
 
+    /// Whether the window is over: its time is up, or (`--forever`) a
+    /// signal asked it to end and it reached an interval boundary.
     #[inline(always)]
     pub fn over(&self, now: u64) -> bool {
-        self.timer.over(now)
+        self.timer.over(now) || self.marks.stopped()
+    }
+
+    /// Whether an `--interval` boundary has passed (one compare); then call
+    /// `mark_interval` with the ops since the window opened.
+    #[inline(always)]
+    pub fn interval_due(&self, now: u64) -> bool {
+        self.marks.due(now)
+    }
+
+    /// Publishes the interval that ended at `now` (once per interval, so a
+    /// sum over QPs here costs the loop nothing that matters).
+    pub fn mark_interval(&mut self, now: u64, ops: u64) {
+        self.marks.mark(now, ops, None);
     }
 
     /// When the window opened (its start until then).
@@ -100,10 +129,18 @@ impl ThreadWindow<'_> {
         self.timer.opened
     }
 
-    /// The device counters' growth since the window opened (thread 0).
-    pub fn close(&self) -> Option<CounterDeltas> {
+    /// What the device counters and the CPUs did since the window opened
+    /// (thread 0; nothing on other threads).
+    pub fn close(&self) -> WindowEdges {
         self.edges.close()
     }
+}
+
+/// What was read at the edges of thread 0's window.
+#[derive(Default)]
+pub struct WindowEdges {
+    pub counters: Option<CounterDeltas>,
+    pub cpu: Option<CpuUse>,
 }
 
 /// Where the measured window starts and ends, shared by all threads of a point.
@@ -112,6 +149,8 @@ pub struct Window {
     pub warmup: u64,
     pub duration: u64,
     pub iters: Option<u64>,
+    /// `--forever`: no timed end (a signal ends it at an interval boundary).
+    pub forever: bool,
 }
 
 impl Window {
@@ -120,6 +159,7 @@ impl Window {
             warmup: clock.ticks(Duration::from_secs_f64(spec.warmup_s)),
             duration: clock.ticks(Duration::from_secs_f64(spec.duration_s)),
             iters: spec.iters,
+            forever: spec.live.forever,
         }
     }
 }
@@ -128,24 +168,35 @@ impl Window {
 struct CounterEdges<'a> {
     counters: Option<&'a DeviceCounters>,
     before: CounterSnapshot,
+    /// Whether this thread reads the CPU times (thread 0).
+    cpu: bool,
+    cpu_before: Option<CpuSnapshot>,
 }
 
 impl CounterEdges<'_> {
-    /// Reads the counters as the window opens; true if it did (the reads
-    /// took time, so the caller restarts its window after them).
+    /// Reads the counters and CPU times as the window opens; true if it did
+    /// (the reads took time, so the caller restarts its window after them).
+    /// The CPU times are read innermost (after the counters, which may
+    /// wait out the kernel's cache), so they cover the window closely.
     fn open(&mut self) -> bool {
-        match self.counters {
-            Some(c) => {
-                self.before = c.read();
-                true
-            }
-            None => false,
+        if let Some(c) = self.counters {
+            self.before = c.read();
         }
+        if self.cpu {
+            self.cpu_before = Some(CpuSnapshot::take());
+        }
+        self.cpu || self.counters.is_some()
     }
 
     /// What grew since `open`, read as the window closes.
-    fn close(&self) -> Option<CounterDeltas> {
-        self.counters.map(|c| c.delta(&self.before, &c.read()))
+    fn close(&self) -> WindowEdges {
+        let cpu = self
+            .cpu_before
+            .map(|before| CpuSnapshot::take().since(&before));
+        WindowEdges {
+            counters: self.counters.map(|c| c.delta(&self.before, &c.read())),
+            cpu,
+        }
     }
 }
 
@@ -167,7 +218,7 @@ impl WindowTimer {
     /// Starts the clock at `now`: warm-up first, except in an --iters run.
     pub fn start(now: u64, w: &Window) -> Self {
         let warmup = if w.iters.is_some() { 0 } else { w.warmup };
-        let duration = w.iters.is_none().then_some(w.duration);
+        let duration = (w.iters.is_none() && !w.forever).then_some(w.duration);
         WindowTimer {
             warm_end: now + warmup,
             duration,
@@ -222,6 +273,7 @@ mod tests {
             warmup: 10,
             duration: 100,
             iters: None,
+            forever: false,
         };
         let mut t = WindowTimer::start(1000, &w);
         assert!(!t.opens(1005) && !t.over(1005));
@@ -241,6 +293,7 @@ mod tests {
             warmup: 10,
             duration: 100,
             iters: None,
+            forever: false,
         };
         let mut t = WindowTimer::start(0, &w);
         // The first loop pass (filling every queue) took 500 ticks.
@@ -255,6 +308,7 @@ mod tests {
             warmup: 10,
             duration: 100,
             iters: Some(5),
+            forever: false,
         };
         let mut t = WindowTimer::start(0, &w);
         assert!(!t.opens(0), "measuring from the start");

@@ -38,13 +38,21 @@ const OPTION_KEYS: &[&str] = &[
     "resp",
     "group",
     "sge",
+    "events",
+    "post_api",
     "tclass",
     "sl",
     "flow_label",
     "mtu",
     "bidirectional",
     "srq",
+    "hugepages",
+    "mr_per_qp",
+    "region",
+    "offsets",
     "cm",
+    "interval",
+    "forever",
     "rate",
     "rate_per_qp",
     "burst",
@@ -255,15 +263,17 @@ enum Expect {
 
 fn expect(key: &str) -> Expect {
     match key {
-        "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" => Expect::Sweep,
+        // region: 4096 or "256m" (one value; a list is refused by --region).
+        "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" | "region" => {
+            Expect::Sweep
+        }
         "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" | "burst" => {
             Expect::Count
         }
-        "duration" | "timeout" | "warmup_time" => Expect::Seconds,
+        "duration" | "timeout" | "warmup_time" | "interval" => Expect::Seconds,
         "rate" => Expect::Number,
-        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "bidirectional" | "srq" => {
-            Expect::Flag
-        }
+        "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "events" | "forever"
+        | "hugepages" | "mr_per_qp" | "bidirectional" | "srq" => Expect::Flag,
         "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }

@@ -248,6 +248,32 @@ fn bidirectional_and_srq_keys_reach_the_throughput_spec() {
 }
 
 #[test]
+fn memory_layout_keys_reach_the_throughput_spec() {
+    let text = "name = \"m\"\n[defaults]\nregion = \"1m\"\noffsets = \"random\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nmr_per_qp = true\n[[series]]\nlabel = \"B\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"outbound\"\nregion = 4096\noffsets = \"sequential\"\n";
+    let e = parse("m.toml", text).unwrap();
+    let memory = |i: usize| match &e.series[i].plan {
+        Plan::Tput(s, _) => s.memory,
+        _ => panic!("series {i} is a throughput series"),
+    };
+    assert_eq!(
+        memory(0),
+        crate::spec::MemorySpec {
+            hugepages: false,
+            mr_per_qp: true,
+            region: Some(1 << 20),
+            offsets: crate::spec::Offsets::Random,
+        }
+    );
+    assert_eq!(memory(1).region, Some(4096));
+    assert_eq!(memory(1).offsets, crate::spec::Offsets::Sequential);
+    assert!(!memory(1).mr_per_qp);
+    refused(
+        "name = \"m\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\noffsets = \"zigzag\"\n",
+        &["x.toml:6", "key 'offsets'"],
+    );
+}
+
+#[test]
 fn cm_key_reaches_latency_and_throughput_specs() {
     let text = "name = \"c\"\n[defaults]\ncm = true\n[[series]]\nlabel = \"L\"\nverb = \"write\"\n[[series]]\nlabel = \"T\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n[[series]]\nlabel = \"G\"\nverb = \"write\"\ncm = false\n";
     let e = parse("c.toml", text).unwrap();
@@ -262,6 +288,39 @@ fn cm_key_reaches_latency_and_throughput_specs() {
     refused(
         "name = \"c\"\n[[series]]\nverb = \"write\"\ncm = 1\n",
         &["x.toml:4", "key 'cm'", "true or false"],
+    );
+}
+
+#[test]
+fn events_and_post_api_keys_reach_the_spec_in_latency_and_throughput() {
+    use crate::spec::PostApi;
+    let text = "name = \"e\"\n[defaults]\npost_api = \"ex\"\nevents = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\npost_api = \"classic\"\n[[series]]\nlabel = \"E\"\nverb = \"echo\"\n";
+    let e = parse("e.toml", text).unwrap();
+    match &e.series[0].plan {
+        Plan::Latency(s) => assert!(s.events && s.post_api == PostApi::Ex, "{s:?}"),
+        _ => panic!("L is a latency series"),
+    }
+    match &e.series[1].plan {
+        // [defaults] events skips throughput, which refuses it.
+        Plan::Tput(s, _) => assert!(!s.events && s.post_api == PostApi::Classic, "{s:?}"),
+        _ => panic!("T is a throughput series"),
+    }
+    // A [defaults] events skips echo, where it does not apply.
+    match &e.series[2].plan {
+        Plan::Latency(s) => assert!(!s.events && s.post_api == PostApi::Ex, "{s:?}"),
+        _ => panic!("E is a latency series"),
+    }
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"write\"\npost_api = \"fast\"\n",
+        &["x.toml:4", "post_api"],
+    );
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"write\"\nevents = 1\n",
+        &["x.toml:4", "key 'events'", "true or false"],
+    );
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"write\"\nevents = true\n",
+        &["--events: a write ping-pong"],
     );
 }
 
