@@ -13,7 +13,7 @@ pub const DEFAULT_PORT: u16 = 18515;
 #[derive(Debug, Parser)]
 #[command(
     name = "rdma-bench",
-    version,
+    version = env!("RDMA_BENCH_VERSION"),
     about = "Measure RDMA verbs: latency of READ, WRITE, WR-INLINE, SEND, ECHO and atomics",
     after_help = "Without --connect, a test runs in loopback: both sides in this process, on one device, through the real NIC."
 )]
@@ -42,6 +42,26 @@ pub enum Command {
     Run(RunArgs),
     /// Compare result files point by point (e.g. two NIC generations).
     Compare(CompareArgs),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the JSON Schema of results files on stdout.
+    Schema,
+    /// Write the man pages into DIR (for packaging).
+    #[command(hide = true)]
+    Manpage(ManpageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManpageArgs {
+    /// Directory the pages are written into (rdma-bench.1, rdma-bench-<sub>.1).
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +96,9 @@ pub struct CompareArgs {
     /// Also write the comparison as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the comparison as a Markdown table (to paste into an issue or a paper).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// Compare even when the files' run conditions differ (peer mode,
     /// iteration mode, environment, clock source).
     #[arg(long)]
@@ -146,6 +169,9 @@ pub struct TestArgs {
     /// Payload sizes in bytes: a list (2,64,1024) or a power-of-two range (2..4096).
     #[arg(short = 's', long, value_name = "SIZES", allow_negative_numbers = true)]
     pub size: Option<String>,
+    /// Every power-of-two size from 2 B to 8 MiB (perftest's -a), instead of --size.
+    #[arg(short = 'a', long, conflicts_with = "size")]
+    pub all: bool,
     /// Measured iterations per size (after warm-up; default 10000); throughput: WRs per QP.
     #[arg(short = 'n', long, allow_negative_numbers = true)]
     pub iters: Option<u64>,
@@ -163,6 +189,21 @@ pub struct TestArgs {
     /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
     #[arg(long)]
     pub inline: bool,
+    /// Post inline the payloads of at most SIZE bytes (perftest's -I,
+    /// --inline_size); the sizes of one run must all be at most SIZE or all above it.
+    #[arg(
+        short = 'I',
+        long = "inline-size",
+        visible_alias = "inline_size",
+        value_name = "SIZE",
+        conflicts_with = "inline",
+        allow_negative_numbers = true
+    )]
+    pub inline_size: Option<i64>,
+    /// Accepted for perftest's -F and ignored: rdma-bench has no CPU-frequency warning to silence.
+    /// Also --CPU-freq.
+    #[arg(short = 'F', long = "cpu-freq", visible_alias = "CPU-freq")]
+    pub cpu_freq: bool,
     /// Transport: rc, uc (write, send, echo) or ud (send); throughput takes a list (rc,uc).
     #[arg(short = 'c', long, default_value = "rc")]
     pub transport: String,
@@ -198,6 +239,9 @@ pub struct TestArgs {
     /// Write results as CSV to FILE (rewritten after every size).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// Write results as a Markdown table to FILE (rewritten after every size).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// No table and no progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -209,8 +253,10 @@ pub struct TestArgs {
     #[arg(long, value_name = "DIRECTION", num_args = 0..=1, default_missing_value = "")]
     pub tput: Option<String>,
     /// Throughput: one signaled WR every S (1 = all signaled); a list sweeps.
+    /// Also -Q (perftest's --cq-mod; perftest's -S is the service level, see --sl).
     #[arg(
         short = 'S',
+        visible_short_alias = 'Q',
         long,
         value_name = "S",
         default_value = "64",
@@ -220,12 +266,23 @@ pub struct TestArgs {
     /// Throughput: QPs per thread (and per server thread for outbound); a list sweeps.
     #[arg(short = 'q', long, default_value = "1", allow_negative_numbers = true)]
     pub qps: String,
-    /// Throughput: WRs chained per ibv_post_send (doorbell batching); a list sweeps.
-    #[arg(long, default_value = "1", allow_negative_numbers = true)]
+    /// Throughput: WRs chained per ibv_post_send (doorbell batching); a list sweeps
+    /// (perftest's -l, --post_list).
+    #[arg(short = 'l', long, default_value = "1", allow_negative_numbers = true)]
     pub postlist: String,
-    /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps.
-    #[arg(long, default_value = "128", allow_negative_numbers = true)]
+    /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps
+    /// (perftest's -t, --tx-depth).
+    #[arg(
+        short = 't',
+        long,
+        default_value = "128",
+        allow_negative_numbers = true
+    )]
     pub window: String,
+    /// Throughput: accepted for perftest's --report_gbits; the table is always in Gb/s.
+    /// Also --report_gbits.
+    #[arg(long = "report-gbits", visible_alias = "report_gbits")]
+    pub report_gbits: bool,
     /// Throughput: issuing threads; a list sweeps.
     #[arg(long, default_value = "1", allow_negative_numbers = true)]
     pub threads: String,
@@ -385,7 +442,7 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "rate" if !tput => Some("with --tput (--under-load sets its own rates)"),
         "rate_per_qp" | "burst" if !tput => Some("with --tput or --under-load"),
         "signal_period" | "qps" | "postlist" | "window" | "threads" | "warmup_time" | "group"
-        | "bidirectional" | "srq"
+        | "bidirectional" | "srq" | "report_gbits"
             if !tput =>
         {
             Some("with --tput")
@@ -396,7 +453,10 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "op" if verb != Atomic => Some("to atomic"),
         "imm" if tput && verb != Send => Some("to send with --tput"),
         "imm" if !write_or_send => Some("to write and send"),
-        "inline" if matches!(verb, Read | Atomic) => Some("to write, send and echo"),
+        "inline" | "inline_size" if matches!(verb, Read | Atomic) => {
+            Some("to write, send and echo")
+        }
+        "all" if verb == Atomic => Some("to read, write, send and echo (atomics are 8 bytes)"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
         "events" if tput || verb == Echo => {
             Some("to latency runs of write --completion, send, read and atomic")

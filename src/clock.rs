@@ -70,7 +70,7 @@ enum Source {
 pub struct ClockError(pub String);
 
 /// What the results file says about the clock (`clock` in schema 2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct ClockInfo {
     /// `tsc`, `cntvct` or `monotonic`.
     pub source: String,

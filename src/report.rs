@@ -21,7 +21,7 @@ pub struct PeerInfo {
 }
 
 /// Figures of one issuing thread.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct ThreadFigure {
     pub thread: u32,
     pub ops: u64,
@@ -30,7 +30,7 @@ pub struct ThreadFigure {
 }
 
 /// One client's figure in a group run (several clients started together).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct ClientFigure {
     pub client: String,
     pub ops: u64,
@@ -71,7 +71,7 @@ pub struct DriverReport {
 
 /// One interval of a point (`--interval`): what the driving side measured
 /// between two interval boundaries read from the loop's own clock.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct IntervalFigure {
     /// 0-based position in the point.
     pub index: u32,

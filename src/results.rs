@@ -3,6 +3,7 @@
 //! The schema is documented in README.md; bump `SCHEMA_VERSION` on any change
 //! that is not a pure addition.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
@@ -71,8 +72,9 @@ pub fn load(path: &std::path::Path) -> crate::error::Result<ResultsDoc> {
     serde_json::from_str(&text).map_err(not_ours)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct ResultsDoc {
+    #[schemars(schema_with = "readable_schema_versions")]
     pub schema_version: u32,
     pub tool: String,
     pub tool_version: String,
@@ -80,6 +82,7 @@ pub struct ResultsDoc {
     pub started_utc: String,
     /// Who the other side was (schema 1 held only the mode or address).
     #[serde(deserialize_with = "peer_v1_or_v2")]
+    #[schemars(schema_with = "peer_schema")]
     pub peer: PeerDoc,
     /// The experiment file's name, for `rdma-bench run`.
     #[serde(default)]
@@ -89,6 +92,7 @@ pub struct ResultsDoc {
     pub environment: Option<String>,
     /// The timestamp clock (schema 1 recorded a sentence; it still loads).
     #[serde(deserialize_with = "clock_info_or_sentence")]
+    #[schemars(schema_with = "clock_schema")]
     pub clock: ClockInfo,
     /// Where this process's measuring threads were pinned, and why there
     /// (`--cpu`, the device's NUMA node, or any CPU).
@@ -103,7 +107,7 @@ pub struct ResultsDoc {
 }
 
 /// The other side of a run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct PeerDoc {
     /// `loopback` (both sides in this process, one device), `tcp` (an
     /// `rdma-bench serve`) or `mpi` (rank 0 of an MPI launch).
@@ -171,8 +175,46 @@ fn clock_info_or_sentence<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cloc
     })
 }
 
+/// `schema_version` in the JSON Schema: one of the versions this build reads.
+fn readable_schema_versions(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The results schema version; this schema covers every version rdma-bench still reads.",
+        "type": "integer",
+        "enum": READABLE_SCHEMAS,
+    })
+}
+
+/// `peer` in the JSON Schema: an object (schema 2) or schema 1's string.
+fn peer_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [
+            g.subschema_for::<PeerDoc>(),
+            {"type": "string", "description": "Schema 1: \"loopback\", the serve address, or the MPI line."},
+        ]
+    })
+}
+
+/// `clock` in the JSON Schema: an object (schema 2) or schema 1's sentence.
+fn clock_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [
+            g.subschema_for::<ClockInfo>(),
+            {"type": "string", "description": "Schema 1: a sentence such as \"TSC, 2.100 GHz (calibrated against CLOCK_MONOTONIC)\"."},
+        ]
+    })
+}
+
+/// The JSON Schema of a results file, generated from these types (what
+/// `rdma-bench schema` prints and `schema/results.schema.json` holds).
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(ResultsDoc);
+    let mut text = serde_json::to_string_pretty(&schema).expect("schemas serialise");
+    text.push('\n');
+    text
+}
+
 /// One measured point of either kind.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Record {
     Latency(LatencyRecord),
@@ -215,7 +257,7 @@ impl ResultsDoc {
 /// One throughput point. Ops are the WRs posted inside the measured window
 /// (warm-up excluded), over a window of the requested length; an --iters
 /// run counts every WR, timed until the last has completed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct TputRecord {
     /// The experiment series this point belongs to (`rdma-bench run`).
     #[serde(default)]
@@ -370,7 +412,7 @@ pub struct TputRecord {
 /// The background load of a latency-under-load point (`--under-load`):
 /// inbound issuers of the same verb (echo: WRITE) on their own QPs and
 /// threads, on the probe's device, whose window spans the probe's run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct BackgroundLoad {
     pub verb: String,
     pub direction: String,
@@ -394,7 +436,7 @@ pub struct BackgroundLoad {
 
 /// One direction of a bidirectional point: what one side issued towards the
 /// other, measured in its own window, and what the other side received.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct DirectionFigure {
     /// `client` (client to server) or `server` (server to client).
     pub issued_by: String,
@@ -417,7 +459,7 @@ pub struct DirectionFigure {
 /// host's CPUs that was busy (every process counted, 0–100); `*_process_pct`
 /// is the rdma-bench process's CPU time over the window in percent of ONE
 /// CPU (a busy-polling thread shows about 100; two show about 200).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct CpuUtil {
     pub local_pct: Option<f64>,
     pub local_process_pct: Option<f64>,
@@ -470,14 +512,14 @@ impl CpuUtil {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct HostInfo {
     pub hostname: String,
     pub cpu_model: String,
     pub kernel: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct DeviceInfo {
     pub name: String,
     pub vendor_id: u32,
@@ -499,7 +541,7 @@ pub struct DeviceInfo {
 }
 
 /// One latency point. Field names carry units; `metric` says what was timed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub struct LatencyRecord {
     /// The experiment series this point belongs to (`rdma-bench run`).
     #[serde(default)]

@@ -89,7 +89,7 @@ impl LatencyRecorder {
 
 /// Summary of one latency point. Percentiles are HdrHistogram quantiles
 /// (nearest rank, 0.1% value resolution).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
 pub struct LatencyStats {
     pub samples: u64,
     pub min_ns: f64,

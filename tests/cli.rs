@@ -1194,6 +1194,114 @@ fn toml_string(s: &str) -> String {
     out
 }
 
+/// perftest's spellings reach the options they stand for: each alias is
+/// refused with the message of the option it names, or changes what the run
+/// would do in a way the refusals show (device-free; tests/device/perftest.rs
+/// runs them on a device).
+#[test]
+fn perftest_aliases_reach_their_options() {
+    use common::refused;
+    // -t = --window, -l = --postlist, -Q = -S (--signal-period).
+    refused(&["write", "--tput", "inbound", "-t", "0"], &["--window"]);
+    refused(
+        &["write", "-t", "16"],
+        &["--window applies only with --tput"],
+    );
+    refused(&["write", "--tput", "inbound", "-l", "0"], &["--postlist"]);
+    refused(
+        &["send", "-l", "4"],
+        &["--postlist applies only with --tput"],
+    );
+    refused(
+        &["write", "--tput", "inbound", "-Q", "0"],
+        &["--signal-period"],
+    );
+    refused(
+        &["read", "-Q", "8"],
+        &["--signal-period applies only with --tput"],
+    );
+    // -a: 2 B to 8 MiB, 23 sizes: 23 x 435 signaling periods = 10005 points.
+    let periods: Vec<String> = (1..=435).map(|v| v.to_string()).collect();
+    let periods = periods.join(",");
+    refused(
+        &["write", "--tput", "inbound", "-a", "-S", &periods],
+        &["10005 points exceed the limit of 10000"],
+    );
+    refused(&["write", "-a", "-s", "64"], &["--all", "--size"]);
+    refused(
+        &["atomic", "--op", "fadd", "-a"],
+        &["--all applies only to"],
+    );
+    // 8 MiB is the largest -a size: above max_inline on every NIC, so -a with
+    // --inline is refused against the device, but -a -I 64 straddles 64 here.
+    refused(
+        &["write", "-a", "-I", "64"],
+        &["--inline-size 64", "both at most 64 and above it"],
+    );
+    // -I SIZE: inline where the payload is at most SIZE.
+    refused(
+        &["write", "-s", "32,128", "-I", "64"],
+        &["--inline-size 64"],
+    );
+    refused(
+        &["read", "-I", "64"],
+        &["--inline-size applies only to write, send and echo"],
+    );
+    refused(&["write", "-I", "-1"], &["--inline-size -1"]);
+    refused(&["write", "-I", "64", "--inline"], &["--inline"]);
+    refused(&["write", "--inline_size", "x"], &["--inline-size"]);
+    // -I below every size means not inline: --inline-size 1 with 2 B is allowed
+    // as far as the host can tell, and so are -F and --report_gbits, which
+    // leave other checks to refuse the command (--sl 16).
+    refused(&["write", "-s", "2", "-I", "1", "--sl", "16"], &["--sl 16"]);
+    refused(&["write", "-F", "--sl", "16"], &["--sl 16"]);
+    refused(&["write", "--CPU-freq", "--sl", "16"], &["--sl 16"]);
+    refused(
+        &["write", "--report_gbits"],
+        &["--report-gbits applies only with --tput"],
+    );
+    refused(
+        &["write", "--tput", "inbound", "--report_gbits", "--sl", "16"],
+        &["--sl 16"],
+    );
+}
+
+#[test]
+fn markdown_targets_are_checked_before_any_work() {
+    use common::refused;
+    refused(
+        &["write", "--markdown", "/nonexistent-dir/x.md"],
+        &["--markdown", "/nonexistent-dir"],
+    );
+    let dir = common::scratch("markdown-targets");
+    let a = common::results_file(&dir, "a.json", |_| {});
+    let b = common::results_file(&dir, "b.json", |_| {});
+    refused(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--markdown",
+            "/nonexistent-dir/x.md",
+        ],
+        &["--markdown", "/nonexistent-dir"],
+    );
+    refused(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--markdown",
+            a.to_str().unwrap(),
+        ],
+        &["--markdown"],
+    );
+    refused(
+        &["write", "--markdown", dir.to_str().unwrap()],
+        &["--markdown"],
+    );
+}
+
 #[test]
 fn memory_layout_options_are_refused_where_they_do_not_apply() {
     #[allow(clippy::type_complexity)]

@@ -18,6 +18,10 @@ mod cpu_intervals;
 mod events_post_api;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
+#[path = "device/package.rs"]
+mod package;
+#[path = "device/perftest.rs"]
+mod perftest;
 #[path = "device/rate_load.rs"]
 mod rate_load;
 

@@ -430,6 +430,12 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             path: p,
         });
     }
+    if let Some(p) = &args.markdown {
+        targets.push(Target {
+            option: "--markdown",
+            path: p,
+        });
+    }
     let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
     crate::output_target::check(&targets, &inputs)?;
     let docs: Vec<(String, ResultsDoc)> = args
@@ -449,6 +455,9 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     }
     if let Some(p) = &args.csv {
         write_atomically(p, &to_csv(&cmp)?)?;
+    }
+    if let Some(p) = &args.markdown {
+        write_atomically(p, to_markdown(&cmp, &docs).as_bytes())?;
     }
     print_table(&cmp)
 }
@@ -510,6 +519,62 @@ fn print_table(cmp: &Comparison) -> Result<()> {
         cmp.rows.len() - one_sided,
         one_sided
     ))
+}
+
+/// The comparison as Markdown: each file with its environment line, the
+/// conditions, then one row per point with every file's figure and its ratio.
+fn to_markdown(cmp: &Comparison, docs: &[(String, ResultsDoc)]) -> String {
+    use crate::export::markdown::{cell, environment_lines, table};
+    let mut out = String::from("### rdma-bench compare\n\n");
+    for (i, (s, (_, d))) in cmp.sources.iter().zip(docs).enumerate() {
+        out.push_str(&format!(
+            "- **[{}]** {} — `{}`  \n  {}\n",
+            column(i),
+            cell(&s.label),
+            cell(&s.file).replace('`', "'"),
+            environment_lines(d)
+                .iter()
+                .map(|l| cell(l))
+                .collect::<Vec<_>>()
+                .join("  \n  ")
+        ));
+    }
+    out.push_str("\nLatency figures are p50 in µs, throughput figures Mops (10^6 operations/s); ratio = file / [A].  \n");
+    out.push_str(&format!("Points matched on: {MATCHED_ON}.  \n"));
+    for (field, value) in &cmp.conditions {
+        out.push_str(&format!("{}: {}  \n", cell(field), cell(value)));
+    }
+    out.push('\n');
+    let mut header = vec!["point".to_string()];
+    for i in 0..cmp.sources.len() {
+        let c = column(i);
+        header.push(format!("[{c}]"));
+        if i > 0 {
+            header.push(format!("{c}/A"));
+        }
+    }
+    let right: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
+    let rows: Vec<Vec<String>> = cmp
+        .rows
+        .iter()
+        .map(|row| {
+            let mut r = vec![row.point.trim().to_string()];
+            for (i, v) in row.values.iter().enumerate() {
+                r.push(fmt_value(&row.figure, *v));
+                if i > 0 {
+                    r.push(
+                        row.ratios[i]
+                            .map(|x| format!("{x:.3}"))
+                            .unwrap_or_else(|| "-".into()),
+                    );
+                }
+            }
+            r
+        })
+        .collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    out.push_str(&table(&header, &right, &rows));
+    out
 }
 
 fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {

@@ -10,12 +10,7 @@ use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
 /// verbs object exists.
 pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
-    let sizes = match &a.size {
-        Some(s) => {
-            crate::sweep::parse_sizes(s).map_err(|e| Error::usage(format!("--size: {e}")))?
-        }
-        None => vec![verb.default_size(false)],
-    };
+    let sizes = super::perftest::sizes(verb, a, false)?;
     crate::sweep::count_points(&[("--size", sizes.len())])?;
     let mode = match verb {
         v if v.completion_only() => LatencyMode::Completion,
@@ -44,7 +39,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
                 )))
             }
         },
-        inline: a.inline,
+        inline: super::perftest::inline(a, &sizes)?,
         imm: a.imm,
         op: a.op,
         sizes,

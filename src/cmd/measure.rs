@@ -19,10 +19,15 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     if super::mpi::launched() {
         return super::mpi::run(verb, args);
     }
-    let plan = Plan::from_args(verb, args)?;
-    let sink = ResultsSink::new(args.json.clone(), args.csv.clone());
+    let mut plan = Plan::from_args(verb, args)?;
+    let sink = ResultsSink::new(args.json.clone(), args.csv.clone())
+        .with_markdown("--markdown", args.markdown.clone());
     sink.check_writable()?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
+    let capped = args
+        .all
+        .then(|| plan.cap_ud_sizes(port.ctx.name(), port.mtu))
+        .flatten();
     let clock = Clock::calibrate(Duration::from_millis(10))?;
     let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;
     let (client, server) = plan.threads(args.connect.is_none());
@@ -31,6 +36,12 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let console = Console::new(args.quiet, plan.points() as u64);
     if let Some(w) = warning {
         console.note(&format!("warning: {w}"));
+    }
+    for n in super::perftest::notes(args) {
+        console.note(n);
+    }
+    if let Some(n) = capped {
+        console.note(&n);
     }
     plan.announce(&console, port.ctx.name());
     // The files exist (and parse) from the start, whatever happens next.

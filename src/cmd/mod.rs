@@ -2,14 +2,17 @@
 //! returns an `Error` for `main` to report.
 
 pub mod compare;
+pub mod completions;
 pub mod devices;
 pub mod experiment;
 pub mod latency;
 pub mod measure;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod perftest;
 pub mod plan;
 pub mod run;
+pub mod schema;
 pub mod serve;
 pub mod setup;
 pub mod tput;

@@ -170,7 +170,9 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     for r in &doc.results {
         console.record(r);
     }
-    ResultsSink::new(args.json.clone(), args.csv.clone()).write(&doc)?;
+    ResultsSink::new(args.json.clone(), args.csv.clone())
+        .with_markdown("--markdown", args.markdown.clone())
+        .write(&doc)?;
     super::verified(&doc)
 }
 

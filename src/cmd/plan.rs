@@ -72,6 +72,35 @@ pub enum Plan {
 }
 
 impl Plan {
+    /// `-a` capped by the device, as perftest caps it: UD sizes above the UD
+    /// MTU (the port's active MTU, or `--mtu`) are left out rather than refused.
+    /// Returns what was left out, to say above the table.
+    pub fn cap_ud_sizes(&mut self, device: &str, active_mtu: u32) -> Option<String> {
+        let (limit, why) = match self {
+            Plan::Latency(s) if s.transport == Transport::Ud => s.path.ud_limit(device, active_mtu),
+            Plan::Tput(s, _) if s.points.iter().any(|p| p.transport == Transport::Ud) => {
+                s.path.ud_limit(device, active_mtu)
+            }
+            _ => return None,
+        };
+        let dropped = match self {
+            Plan::Latency(s) => {
+                let before = s.sizes.len();
+                s.sizes.retain(|&z| z <= limit);
+                before - s.sizes.len()
+            }
+            Plan::Tput(s, _) => {
+                let before = s.points.len();
+                s.points
+                    .retain(|p| p.transport != Transport::Ud || p.size <= limit);
+                before - s.points.len()
+            }
+            // Not reached: the first match returned for anything but UD latency or throughput.
+            Plan::UnderLoad(_) => 0,
+        };
+        (dropped > 0).then(|| format!("-a: {dropped} UD points above {why} left out"))
+    }
+
     /// Validates the arguments (exit 2 on bad input) before anything is opened.
     pub fn from_args(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
         if let Some(loads) = &args.under_load {

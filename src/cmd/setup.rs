@@ -232,7 +232,7 @@ pub fn new_doc(connect: Option<&str>, port: &Port, clock: &Clock) -> Result<Resu
     Ok(ResultsDoc {
         schema_version: SCHEMA_VERSION,
         tool: "rdma-bench".into(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
+        tool_version: env!("RDMA_BENCH_VERSION").into(),
         command_line: std::env::args().collect(),
         started_utc: now_utc(),
         peer: PeerDoc {

@@ -71,12 +71,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
             a.group
         )));
     }
-    let sizes = match &a.size {
-        Some(s) => {
-            crate::sweep::parse_sizes(s).map_err(|e| Error::usage(format!("--size: {e}")))?
-        }
-        None => vec![verb.default_size(true)],
-    };
+    let sizes = super::perftest::sizes(verb, a, true)?;
     let transports = parse_transports(&a.transport)?;
     let periods = list("--signal-period", &a.signal_period)?;
     let qps = list("--qps", &a.qps)?;
@@ -136,7 +131,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
     let spec = TputSpec {
         verb,
         direction,
-        inline: a.inline,
+        inline: super::perftest::inline(a, &sizes)?,
         imm: a.imm,
         op: a.op,
         req: a.req,

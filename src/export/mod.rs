@@ -1,12 +1,14 @@
-//! Turning a results document into bytes (JSON, CSV) behind one small trait,
+//! Turning a results document into bytes (JSON, CSV, Markdown) behind one small trait,
 //! and writing every target again after each point so an interrupted run
 //! keeps everything it measured.
 
 mod csv;
 mod json;
+pub mod markdown;
 
 pub use self::csv::CsvExporter;
 pub use self::json::JsonExporter;
+pub use self::markdown::MarkdownExporter;
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +44,14 @@ impl ResultsSink {
             targets.push((option, p, Box::new(CsvExporter)));
         }
         Self { targets }
+    }
+
+    /// Also writes a Markdown table to `path`, when given (`option` names it in errors).
+    pub fn with_markdown(mut self, option: &'static str, path: Option<PathBuf>) -> Self {
+        if let Some(p) = path {
+            self.targets.push((option, p, Box::new(MarkdownExporter)));
+        }
+        self
     }
 
     /// Checks up front that every target can be written (see

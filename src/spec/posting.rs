@@ -9,7 +9,17 @@ use crate::error::{Error, Result};
 /// Which post API the QPs use: `ibv_post_send` (classic, the default) or
 /// `ibv_wr_*` on an extended QP made with `ibv_create_qp_ex` (ex).
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum PostApi {

@@ -31,9 +31,56 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Where `read_json` collects results documents instead of validating each
+/// at once: python3 with jsonschema takes tens of seconds to start in the
+/// TCG guest, so scripts/test sets this (a `--out` directory of the guest)
+/// and validates everything collected in one host-side call afterwards.
+pub const VALIDATE_DIR_VAR: &str = "RDMA_BENCH_VALIDATE_DIR";
+
+/// Reads a JSON file; an rdma-bench results document (`"tool": "rdma-bench"`)
+/// must also validate against the committed schema, so every test that
+/// reads results checks the schema for free: now, or, with
+/// `$RDMA_BENCH_VALIDATE_DIR` set, by whoever validates that directory.
 pub fn read_json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    if value.get("tool").and_then(|t| t.as_str()) == Some("rdma-bench") {
+        match std::env::var_os(VALIDATE_DIR_VAR) {
+            Some(dir) if !dir.is_empty() => {
+                static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let name = format!(
+                    "{}-{n}-{}",
+                    std::process::id(),
+                    path.file_name().unwrap_or_default().to_string_lossy()
+                );
+                let to = Path::new(&dir).join(name);
+                std::fs::write(&to, &bytes)
+                    .unwrap_or_else(|e| panic!("collecting {} for validation: {e}", to.display()));
+            }
+            _ => validate_results(&[path]),
+        }
+    }
+    value
+}
+
+/// Validates results files against schema/results.schema.json with
+/// python3's jsonschema (`scripts/validate-results`); a failure names the
+/// file, the JSON path and the rule broken.
+pub fn validate_results(paths: &[&Path]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/validate-results");
+    let out = Command::new("python3")
+        .arg(&script)
+        .args(paths)
+        .output()
+        .unwrap_or_else(|e| panic!("python3 {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "results do not validate against schema/results.schema.json (python3 needs jsonschema: scripts/install-deps):\n{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// Runs the binary with a deadline, so a hang fails the test instead of
