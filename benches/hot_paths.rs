@@ -68,6 +68,8 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         sl: None,
         flow_label: None,
         mtu: None,
+        bidirectional: false,
+        srq: false,
         hugepages: false,
         mr_per_qp: false,
         region: None,

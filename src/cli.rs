@@ -345,6 +345,14 @@ pub struct TestArgs {
     /// Throughput with --connect: this many client processes start and stop together.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub group: u32,
+    /// Throughput (--tput outbound): both sides issue at once, each to the
+    /// other's targets; records each direction's Mops and their sum.
+    #[arg(short = 'b', long)]
+    pub bidirectional: bool,
+    /// Throughput: receivers of SENDs (send sinks, the echo server with
+    /// --req send) post to one shared receive queue per side.
+    #[arg(long, visible_alias = "use-srq")]
+    pub srq: bool,
     /// Print a line every SECONDS during each point (ops, Mops; latency: p50/p99)
     /// and store the intervals in the record; 0.05-3600.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
@@ -434,7 +442,7 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         "rate" if !tput => Some("with --tput (--under-load sets its own rates)"),
         "rate_per_qp" | "burst" if !tput => Some("with --tput or --under-load"),
         "signal_period" | "qps" | "postlist" | "window" | "threads" | "warmup_time" | "group"
-        | "report_gbits"
+        | "bidirectional" | "srq" | "report_gbits"
             if !tput =>
         {
             Some("with --tput")

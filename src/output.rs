@@ -83,6 +83,14 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
             }
         ),
     };
+    let how = match (spec.bidirectional, spec.srq) {
+        (false, false) => how,
+        (true, srq) => format!(
+            "bidirectional {verb}: client and server threads issue to each other at once, each side measured in its own window; Mops = the sum of both directions (each shown after the row){}",
+            if srq { "; receivers post to one shared receive queue per side" } else { "" }
+        ),
+        (false, true) => format!("{how}; receivers post to one shared receive queue per side"),
+    };
     let window = match spec.iters {
         Some(n) => format!("{n} WRs per QP, timed from start to last completion"),
         None => format!(
@@ -332,6 +340,11 @@ impl Console {
             opt(r.received),
             opt(r.lost)
         );
+        if let Some(dirs) = &r.directions {
+            for d in dirs {
+                line.push_str(&format!("  {}-issued {:.4} Mops", d.issued_by, d.mops));
+            }
+        }
         line.push_str(&cpu_cells(r.cpu_util.as_ref(), true));
         if let Some(agg) = r.aggregate_mops {
             line.push_str(&format!("  group of {}: {:.4} Mops", r.group_clients, agg));

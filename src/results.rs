@@ -298,6 +298,17 @@ pub struct TputRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// `--bidirectional`: both sides issued at once; `ops`, `mops`, `sent`,
+    /// `received` and `completions` are then the sums of `directions`
+    /// (files before it: false).
+    #[serde(default)]
+    pub bidirectional: bool,
+    /// `--srq`: receivers posted to a shared receive queue (files before it: false).
+    #[serde(default)]
+    pub srq: bool,
+    /// Bidirectional only: what each side issued, the client's first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub directions: Option<Vec<DirectionFigure>>,
     /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
     /// files before them: heap buffers, one registration per thread, one slot.
     #[serde(default)]
@@ -421,6 +432,26 @@ pub struct BackgroundLoad {
     /// packets, the probe's included).
     #[serde(default)]
     pub device_counters: Option<CounterDeltas>,
+}
+
+/// One direction of a bidirectional point: what one side issued towards the
+/// other, measured in its own window, and what the other side received.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct DirectionFigure {
+    /// `client` (client to server) or `server` (server to client).
+    pub issued_by: String,
+    /// WRs posted inside the issuing side's measured window.
+    pub ops: u64,
+    pub elapsed_s: f64,
+    pub mops: f64,
+    /// WRs posted, warm-up and drain included.
+    pub sent: u64,
+    /// SENDs the other side's receivers counted; `null` where it is passive.
+    pub received: Option<u64>,
+    /// Send completions the issuing side polled.
+    pub completions: u64,
+    /// Atomics: operations the other side's words do not account for.
+    pub verify_failures: Option<u64>,
 }
 
 /// CPU use over a point's measured window, this side's and the peer's.
@@ -549,6 +580,12 @@ pub struct LatencyRecord {
     pub flow_label: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// `--bidirectional` and `--srq` are throughput options: a latency
+    /// point is always neither (recorded so every record carries them).
+    #[serde(default)]
+    pub bidirectional: bool,
+    #[serde(default)]
+    pub srq: bool,
     /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
     /// files before them: heap buffers, one registration per thread, one slot.
     #[serde(default)]
@@ -648,6 +685,8 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "bidirectional",
+    "srq",
     "hugepages",
     "mr_per_qp",
     "region",
@@ -707,6 +746,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "bidirectional",
+    "srq",
     "hugepages",
     "mr_per_qp",
     "region",

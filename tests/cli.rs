@@ -36,6 +36,69 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
         ),
         (&["write", "--post-api"], "--post-api"),
         (&["atomic", "--op", "fadd", "--sge", "2"], "--sge"),
+        (&["write", "-b"], "--bidirectional applies only with --tput"),
+        (&["send", "--srq"], "--srq applies only with --tput"),
+        (&["send", "--use-srq"], "--srq applies only with --tput"),
+        (
+            &["write", "--tput", "inbound", "-b"],
+            "--bidirectional: each side issues outbound to the other",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--cm"],
+            "--cm: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--rate", "0.1"],
+            "--rate: not with --bidirectional",
+        ),
+        (
+            &["echo", "--tput", "--bidirectional"],
+            "--bidirectional: echo already runs both ways",
+        ),
+        (
+            &["write", "--tput", "outbound", "--srq"],
+            "--srq: write posts no receives",
+        ),
+        (
+            &["echo", "--tput", "--use-srq"],
+            "--srq: the echo server receives only SEND requests",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--interval", "0.5"],
+            "--interval/--forever: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--post-api", "ex"],
+            "--post-api ex: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--mr-per-qp"],
+            "--mr-per-qp: not with --bidirectional",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "--region", "64k"],
+            "--region/--offsets: not with --bidirectional",
+        ),
+        (
+            &["send", "--tput", "inbound", "--srq", "--mr-per-qp"],
+            "--srq: not with --mr-per-qp",
+        ),
+        (
+            &[
+                "echo",
+                "--tput",
+                "--req",
+                "send",
+                "--resp",
+                "send",
+                "-c",
+                "ud",
+                "--srq",
+                "--post-api",
+                "ex",
+            ],
+            "--srq: not with echo --post-api ex",
+        ),
         (
             &["write", "-s", "0"],
             "--size 0: a ping-pong detects arrival by the payload's last byte",

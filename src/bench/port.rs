@@ -165,6 +165,8 @@ impl Port {
             max_cqe: self.attr.max_cqe.min(MAX_CQE),
             atomics: self.attr.atomic_cap != AtomicCap::None,
             max_sge: self.attr.max_sge,
+            max_srq: self.attr.max_srq,
+            max_srq_wr: self.attr.max_srq_wr,
         })
     }
 }

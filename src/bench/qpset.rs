@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::verbs::{
     Access, AddressHandle, CompletionChannel, CompletionQueue, Endpoint, Gid, MemoryRegion,
-    PortConfig, ProtectionDomain, QueuePair, SendOps, Transport,
+    PortConfig, ProtectionDomain, QueuePair, SendOps, SharedReceiveQueue, Transport,
 };
 
 use super::port::{Port, MAX_CQE};
@@ -61,6 +61,8 @@ pub struct QpSet {
     pub region: usize,
     /// UD only: where QP i sends, once connected.
     pub ahs: Vec<Option<Arc<AddressHandle>>>,
+    /// `--srq`: the shared receive queue every QP of the set draws from.
+    pub srq: Option<Arc<SharedReceiveQueue>>,
     psns: Vec<u32>,
     lid: u16,
     gid: Gid,
@@ -73,6 +75,17 @@ pub struct QpSet {
 impl QpSet {
     /// Creates the CQs, the buffer and the QPs (in INIT, granting `access`).
     pub fn new(port: &Port, shape: &QpShape) -> Result<QpSet> {
+        Self::build(port, shape, None)
+    }
+
+    /// As `new`, with every QP receiving from one shared receive queue of
+    /// `srq_depth` WRs (one SRQ per set: one per side of a point).
+    pub fn with_srq(port: &Port, shape: &QpShape, srq_depth: u32) -> Result<QpSet> {
+        let srq = SharedReceiveQueue::new(&port.pd, srq_depth)?;
+        Self::build(port, shape, Some(srq))
+    }
+
+    fn build(port: &Port, shape: &QpShape, srq: Option<Arc<SharedReceiveQueue>>) -> Result<QpSet> {
         let n = shape.count.max(1);
         let config = port.config_for(&shape.path);
         let cq_depth = |per_qp: u32| n.saturating_mul(per_qp).saturating_add(16).min(MAX_CQE);
@@ -107,7 +120,8 @@ impl QpSet {
                 .max_send_wr(shape.sq_depth)
                 .max_recv_wr(shape.rq_depth.max(1))
                 .max_inline(shape.inline)
-                .max_send_sge(shape.sge);
+                .max_send_sge(shape.sge)
+                .srq(srq.as_ref());
             if let Some(ops) = shape.ex_ops {
                 b = b.extended(ops);
             }
@@ -117,6 +131,7 @@ impl QpSet {
         }
         Ok(QpSet {
             ahs: (0..shape.count).map(|_| None).collect(),
+            srq,
             psns: random_psns(shape.count as usize),
             qps,
             send_cq,
@@ -192,6 +207,11 @@ impl QpSet {
     /// An address handle to any UD peer (the echo server's clients).
     pub fn address(&self, remote: &Endpoint) -> Result<Arc<AddressHandle>> {
         Ok(AddressHandle::new(&self.pd, &self.config, remote)?)
+    }
+
+    /// Each QP's number, in set order (what SRQ arrivals are attributed by).
+    pub fn qp_nums(&self) -> Vec<u32> {
+        self.qps.iter().map(QueuePair::qpn).collect()
     }
 
     /// Where QP `q`'s region starts in its registration ([`QpSet::mr_of`]).

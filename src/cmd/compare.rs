@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets, --bidirectional, --srq";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -76,6 +76,17 @@ fn path_key(
         }
     }
     key
+}
+
+/// `--bidirectional` and `--srq` as requested, only those set (files
+/// before them ran with neither): " bidirectional srq".
+fn bidir_srq_key(bidirectional: bool, srq: bool) -> &'static str {
+    match (bidirectional, srq) {
+        (false, false) => "",
+        (true, false) => " bidirectional",
+        (false, true) => " srq",
+        (true, true) => " bidirectional srq",
+    }
 }
 
 /// The memory layout as requested, only what differs from the default (an
@@ -195,7 +206,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 sge(t.sge),
                 posting_key(t.events, t.post_api),
                 path_key(t.tclass, t.sl, t.flow_label, t.mtu)
-                    + &memory_key(t.hugepages, t.mr_per_qp, t.region, &t.offsets),
+                    + &memory_key(t.hugepages, t.mr_per_qp, t.region, &t.offsets)
+                    + bidir_srq_key(t.bidirectional, t.srq),
                 cm_key(&t.connection),
                 t.size,
                 t.signal_period,
@@ -617,6 +629,8 @@ mod tests {
                     sl: None,
                     flow_label: None,
                     mtu: None,
+                    bidirectional: false,
+                    srq: false,
                     hugepages: false,
                     mr_per_qp: false,
                     region: None,
@@ -670,6 +684,43 @@ mod tests {
                 ..Default::default()
             },
         )
+    }
+
+    #[test]
+    fn bidirectional_and_srq_join_the_tput_key_only_when_set() {
+        let v = serde_json::json!({
+            "kind": "throughput", "verb": "send", "direction": "outbound", "transport": "rc",
+            "size": 64, "inline": false, "imm": false, "op": null, "req": null, "resp": null,
+            "signal_period": 64, "qps": 1, "postlist": 1, "window": 128, "threads": 1,
+            "warmup_s": 0.2, "ops": 10, "elapsed_s": 1.0, "mops": 1.0, "gbps": 0.5,
+            "mib_s": 61.0, "sent": 10, "received": 10, "lost": 0, "responses": null,
+            "completions": 1, "per_thread": [], "per_qp_ops": [10], "group_clients": 1,
+            "aggregate_mops": null, "clients": []
+        });
+        // A file written before the options existed reads as neither.
+        let old: Record = serde_json::from_value(v).unwrap();
+        let key = point_key(&old).0;
+        assert!(
+            !key.contains("bidirectional") && !key.contains("srq"),
+            "{key}"
+        );
+        let mut both = old.clone();
+        if let Record::Throughput(t) = &mut both {
+            t.bidirectional = true;
+            t.srq = true;
+        }
+        let k2 = point_key(&both).0;
+        assert!(k2.contains(" bidirectional srq size 64"), "{k2}");
+        let mut srq = old.clone();
+        if let Record::Throughput(t) = &mut srq {
+            t.srq = true;
+        }
+        let k3 = point_key(&srq).0;
+        assert!(
+            k3.contains(" srq size") && !k3.contains("bidirectional"),
+            "{k3}"
+        );
+        assert_ne!(key, k3);
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         sl: spec.path.sl,
         flow_label: spec.path.flow_label,
         mtu: spec.path.mtu,
+        bidirectional: false,
+        srq: false,
         hugepages: spec.memory.hugepages,
         mr_per_qp: spec.memory.mr_per_qp,
         region: spec.memory.region,

@@ -177,6 +177,8 @@ impl Plan {
             Plan::Tput(s, _) => {
                 let most = s.points.iter().map(|p| p.threads).max().unwrap_or(1) as usize;
                 match s.direction {
+                    // Each side: its issuer threads, then its serving thread.
+                    _ if s.bidirectional => (most + 1, most + 1),
                     Direction::Outbound => (1, most),
                     Direction::Inbound | Direction::Echo => (most, 1),
                 }
@@ -373,6 +375,7 @@ impl Plan {
                     verify_failures: None,
                     inline: spec.inline,
                     peer: PeerInfo::default(),
+                    reverse: None,
                     cpu_local: None,
                     cpu_peer: None,
                 };

@@ -4,7 +4,8 @@
 use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::{CpuUtil, TputRecord};
+use crate::report::DriverReport;
+use crate::results::{CpuUtil, DirectionFigure, TputRecord};
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
@@ -143,6 +144,8 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         group: a.group,
         sge: a.sge,
         path: super::setup::path_from_args(a)?,
+        bidirectional: a.bidirectional,
+        srq: a.srq,
         events: a.events,
         post_api: a.post_api,
         live: super::setup::live_from_args(a)?,
@@ -163,14 +166,48 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
 /// Turns one measured point into its results record.
 pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
     let p = &o.point;
-    let r = &o.report;
+    let both;
+    let r = match &o.reverse {
+        // Bidirectional: the record's totals are both directions' sums.
+        Some(rev) => {
+            both = sum_reports(&o.report, &rev.report);
+            &both
+        }
+        None => &o.report,
+    };
     let bytes_per_s = if r.elapsed_s > 0.0 {
         // Sum of per-thread rates × payload, consistent with `mops`.
         r.mops * 1e6 * p.size as f64
     } else {
         0.0
     };
-    let received = (!o.received.is_empty()).then(|| o.received.iter().sum::<u64>());
+    let received_by = |counts: &[u64]| (!counts.is_empty()).then(|| counts.iter().sum::<u64>());
+    let mut received = received_by(&o.received);
+    let mut verify_failures = o.verify_failures;
+    let directions = o.reverse.as_ref().map(|rev| {
+        let figure =
+            |by: &str, r: &DriverReport, got: Option<u64>, vf: Option<u64>| DirectionFigure {
+                issued_by: by.into(),
+                ops: r.ops,
+                elapsed_s: r.elapsed_s,
+                mops: r.mops,
+                sent: r.sent,
+                received: got,
+                completions: r.completions,
+                verify_failures: vf,
+            };
+        let back = received_by(&rev.received);
+        let out = vec![
+            figure("client", &o.report, received, o.verify_failures),
+            figure("server", &rev.report, back, rev.verify_failures),
+        ];
+        received = received.zip(back).map(|(a, b)| a + b);
+        verify_failures = o
+            .verify_failures
+            .zip(rev.verify_failures)
+            .map(|(a, b)| a + b);
+        out
+    });
     let echo = spec.direction == Direction::Echo;
     TputRecord {
         verb: spec.verb.name().to_string(),
@@ -213,13 +250,18 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         requested_s: spec.iters.is_none().then_some(spec.duration_s),
         iters: spec.iters,
         issued_by: Some(
-            if spec.direction == Direction::Outbound {
+            if spec.bidirectional {
+                "both"
+            } else if spec.direction == Direction::Outbound {
                 "server"
             } else {
                 "client"
             }
             .into(),
         ),
+        bidirectional: spec.bidirectional,
+        srq: spec.srq,
+        directions,
         ops: r.ops,
         elapsed_s: r.elapsed_s,
         mops: r.mops,
@@ -235,7 +277,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         group_clients: spec.group,
         aggregate_mops: (spec.group > 1).then(|| o.group.iter().map(|c| c.mops).sum()),
         clients: o.group.clone(),
-        verify_failures: o.verify_failures,
+        verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
         cpu_util: CpuUtil::new(o.cpu_local, o.cpu_peer, Some(r.ops)),
@@ -246,5 +288,33 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
         burst: spec.rate.map(|r| r.burst_for(p.postlist)),
+    }
+}
+
+/// Both directions of a bidirectional point as one report: the client's
+/// threads and QPs first, then the server's; the device counters are the
+/// client's (in loopback they count both sides' packets).
+fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
+    let cat = |a: &[u64], b: &[u64]| a.iter().chain(b).copied().collect::<Vec<u64>>();
+    DriverReport {
+        ops: client.ops + server.ops,
+        mops: client.mops + server.mops,
+        elapsed_s: client.elapsed_s.max(server.elapsed_s),
+        per_thread: client
+            .per_thread
+            .iter()
+            .chain(&server.per_thread)
+            .cloned()
+            .collect(),
+        per_qp_ops: cat(&client.per_qp_ops, &server.per_qp_ops),
+        sent: client.sent + server.sent,
+        per_qp_sent: cat(&client.per_qp_sent, &server.per_qp_sent),
+        responses: 0,
+        completions: client.completions + server.completions,
+        device_counters: client.device_counters.clone(),
+        // This process's CPU (the peer's is recorded apart); --interval is
+        // refused with --bidirectional.
+        cpu: client.cpu,
+        intervals: Vec::new(),
     }
 }

@@ -405,6 +405,10 @@ pub struct DeviceLimits {
     pub atomics: bool,
     /// SGEs a send WR may gather (`max_sge`).
     pub max_sge: u32,
+    /// Shared receive queues the device offers (`max_srq`, 0: none) and the
+    /// receives each may hold (`max_srq_wr`).
+    pub max_srq: u32,
+    pub max_srq_wr: u32,
 }
 
 /// `--sge n` against the device's `max_sge`.

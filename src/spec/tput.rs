@@ -99,6 +99,14 @@ impl TputPoint {
         self.qps * self.threads
     }
 
+    /// Receives one side's shared receive queue holds (`--srq`): every
+    /// receiving QP's window at once, plus two reposting batches of slack,
+    /// at least perftest's 512, in whole batches of 32.
+    pub fn srq_depth(&self) -> u64 {
+        let need = u64::from(self.total_qps()) * u64::from(self.window) + 64;
+        need.max(512).div_ceil(32) * 32
+    }
+
     /// Knob values that are fine alone but not together (a sweep skips these points).
     pub fn combination_conflict(&self) -> Option<String> {
         if self.postlist > self.signal_period {
@@ -142,6 +150,14 @@ pub struct TputSpec {
     /// Traffic class, SL, flow label and MTU of every QP's path.
     #[serde(default)]
     pub path: PathSpec,
+    /// Both sides issue at once (`--bidirectional`, with `--tput outbound`):
+    /// the client towards the server's targets and the server towards the client's.
+    #[serde(default)]
+    pub bidirectional: bool,
+    /// Receivers of SENDs (sinks, the echo server) post to one shared
+    /// receive queue per side instead of each QP's own (`--srq`).
+    #[serde(default)]
+    pub srq: bool,
     /// The issuer sleeps on a completion channel instead of busy polling (`--events`).
     #[serde(default)]
     pub events: bool,
@@ -255,6 +271,86 @@ impl TputSpec {
         }
         self.memory
             .validate_tput(self.verb, self.direction, self.max_size())?;
+        self.validate_bidir_srq()
+    }
+
+    /// `--bidirectional` and `--srq` against the verb and direction.
+    fn validate_bidir_srq(&self) -> Result<()> {
+        let verb = self.verb.name();
+        if self.bidirectional {
+            match self.direction {
+                Direction::Echo => {
+                    return Err(Error::usage(
+                        "--bidirectional: echo already runs both ways (requests and responses)",
+                    ))
+                }
+                Direction::Inbound => {
+                    return Err(Error::usage(
+                        "--bidirectional: each side issues outbound to the other; use --tput outbound -b",
+                    ))
+                }
+                Direction::Outbound => {}
+            }
+            if self.path.connection == Connection::Cm {
+                return Err(Error::usage(
+                    "--cm: not with --bidirectional (its QPs are connected over the control channel)",
+                ));
+            }
+            if self.rate.is_some() {
+                return Err(Error::usage(
+                    "--rate: not with --bidirectional (its offered rate would be one side's of two)",
+                ));
+            }
+            if self.group > 1 {
+                return Err(Error::usage(format!(
+                    "--group {}: --bidirectional runs one client against one serve",
+                    self.group
+                )));
+            }
+            if self.live.interval_s.is_some() || self.live.forever {
+                return Err(Error::usage(
+                    "--interval/--forever: not with --bidirectional (its two directions are counted only at the end of the window)",
+                ));
+            }
+            if self.post_api == PostApi::Ex {
+                return Err(Error::usage(
+                    "--post-api ex: not with --bidirectional (untested together; use --post-api classic)",
+                ));
+            }
+            if self.memory.mr_per_qp {
+                return Err(Error::usage(
+                    "--mr-per-qp: not with --bidirectional (a side's issuers and targets share one registration per set)",
+                ));
+            }
+            if self.memory.region.is_some() || self.memory.offsets != Offsets::Fixed {
+                return Err(Error::usage(
+                    "--region/--offsets: not with --bidirectional (each side's issuers target one slot per QP)",
+                ));
+            }
+        }
+        if self.srq {
+            let receives = match self.direction {
+                Direction::Echo => self.req == EchoVerb::Send,
+                _ => self.verb == VerbKind::Send,
+            };
+            if !receives {
+                return Err(Error::usage(if self.direction == Direction::Echo {
+                    "--srq: the echo server receives only SEND requests (--req send --resp send -c ud); WRITE requests land in memory".to_string()
+                } else {
+                    format!("--srq: {verb} posts no receives (only send has a receiver)")
+                }));
+            }
+            if self.direction == Direction::Echo && self.post_api == PostApi::Ex {
+                return Err(Error::usage(
+                    "--srq: not with echo --post-api ex (an extended request QP on an SRQ is untested; use --post-api classic)",
+                ));
+            }
+            if self.memory.mr_per_qp {
+                return Err(Error::usage(
+                    "--srq: not with --mr-per-qp (every receive of the shared queue lands in one registration)",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -387,6 +483,9 @@ impl TputSpec {
                     dev.max_qp
                 )));
             }
+            if self.srq {
+                check_device_srq(p, dev, self.bidirectional)?;
+            }
             if self.verb == VerbKind::Atomic && !dev.atomics {
                 return Err(Error::usage(format!(
                     "atomic: {name} reports no atomic capability (atomic_cap NONE)"
@@ -395,6 +494,30 @@ impl TputSpec {
         }
         Ok(())
     }
+}
+
+/// `--srq` against the device: it must offer SRQs (two when both sides of
+/// a loopback run receive), each holding the receives one side needs.
+fn check_device_srq(p: &TputPoint, dev: &DeviceLimits, bidirectional: bool) -> Result<()> {
+    let name = &dev.name;
+    let need = if bidirectional { 2 } else { 1 };
+    if dev.max_srq < need {
+        return Err(Error::usage(format!(
+            "--srq: needs {need} shared receive queue(s), {name} offers {} (max_srq)",
+            dev.max_srq
+        )));
+    }
+    if p.srq_depth() > u64::from(dev.max_srq_wr) {
+        return Err(Error::usage(format!(
+            "--srq --qps {} x --threads {} --window {}: an SRQ of {} receives exceeds max_srq_wr of {name} ({})",
+            p.qps,
+            p.threads,
+            p.window,
+            p.srq_depth(),
+            dev.max_srq_wr
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -435,6 +558,8 @@ mod tput_tests {
             events: false,
             post_api: PostApi::Classic,
             path: PathSpec::default(),
+            bidirectional: false,
+            srq: false,
             live: Default::default(),
             memory: MemorySpec::default(),
             rate: None,
@@ -483,6 +608,61 @@ mod tput_tests {
         refused(&with(s.clone(), |p| p.size = 2), "--sge 4 --size 2");
         s.sge = 0;
         refused(&s, "--sge 0");
+    }
+
+    #[test]
+    fn bidirectional_and_srq_combinations() {
+        let mut b = spec(VerbKind::Write, Direction::Outbound);
+        b.bidirectional = true;
+        b.validate().unwrap();
+        let mut i = spec(VerbKind::Send, Direction::Inbound);
+        i.bidirectional = true;
+        refused(&i, "--bidirectional: each side issues outbound");
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        e.bidirectional = true;
+        refused(&e, "--bidirectional: echo");
+        let mut s = spec(VerbKind::Send, Direction::Inbound);
+        s.srq = true;
+        s.validate().unwrap();
+        let mut r = spec(VerbKind::Read, Direction::Outbound);
+        r.srq = true;
+        refused(&r, "--srq: read posts no receives");
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        e.srq = true;
+        refused(&e, "--srq: the echo server receives only SEND");
+        e.req = EchoVerb::Send;
+        e.points[0].transport = Transport::Ud;
+        e.validate().unwrap();
+    }
+
+    #[test]
+    fn srq_depth_is_refused_above_max_srq_wr_with_both_numbers() {
+        let dev = DeviceLimits {
+            name: "rxe0".into(),
+            port: 1,
+            max_inline: [512; 3],
+            mtu: 1024,
+            max_qp_wr: 1 << 20,
+            max_qp: 1 << 16,
+            max_cqe: 32_767,
+            atomics: true,
+            max_sge: 32,
+            max_srq: 2,
+            max_srq_wr: 4096,
+        };
+        let mut s = spec(VerbKind::Send, Direction::Inbound);
+        s.srq = true;
+        assert_eq!(s.points[0].srq_depth(), 512);
+        s.validate_device(&dev).unwrap();
+        s.points[0].qps = 64; // 64 x 64 + 64 receives
+        assert_eq!(
+            s.validate_device(&dev).unwrap_err().to_string(),
+            "--srq --qps 64 x --threads 1 --window 64: an SRQ of 4160 receives exceeds max_srq_wr of rxe0 (4096)"
+        );
+        let none = DeviceLimits { max_srq: 0, ..dev };
+        s.points[0].qps = 1;
+        let e = s.validate_device(&none).unwrap_err().to_string();
+        assert!(e.contains("rxe0 offers 0 (max_srq)"), "{e}");
     }
 
     #[test]
@@ -542,6 +722,8 @@ mod tput_tests {
             max_cqe: 32_767,
             atomics: true,
             max_sge: 32,
+            max_srq: 0,
+            max_srq_wr: 0,
         };
         let mut s = spec(VerbKind::Send, Direction::Inbound);
         s.points[0].transport = Transport::Ud;

@@ -124,6 +124,12 @@ impl WorkCompletion {
         self.0.wr_id
     }
 
+    /// The QP the completion belongs to (what names the receiving QP when
+    /// receives come from a shared receive queue).
+    pub fn qp_num(&self) -> u32 {
+        self.0.qp_num
+    }
+
     pub fn is_success(&self) -> bool {
         self.0.status == ffi::ibv_wc_status::IBV_WC_SUCCESS
     }

@@ -122,6 +122,8 @@ impl Context {
             max_sge: a.max_sge.max(0) as u32,
             max_qp_rd_atom: a.max_qp_rd_atom.max(0) as u32,
             max_qp_init_rd_atom: a.max_qp_init_rd_atom.max(0) as u32,
+            max_srq: a.max_srq.max(0) as u32,
+            max_srq_wr: a.max_srq_wr.max(0) as u32,
             atomic_cap: AtomicCap::from_raw(a.atomic_cap),
             phys_port_cnt: a.phys_port_cnt,
         })
@@ -232,6 +234,11 @@ pub struct DeviceAttr {
     pub max_sge: u32,
     pub max_qp_rd_atom: u32,
     pub max_qp_init_rd_atom: u32,
+    /// Shared receive queues the device offers (0: none), and WRs in each.
+    #[serde(default)]
+    pub max_srq: u32,
+    #[serde(default)]
+    pub max_srq_wr: u32,
     pub atomic_cap: AtomicCap,
     pub phys_port_cnt: u8,
 }

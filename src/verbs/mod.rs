@@ -15,6 +15,7 @@ mod mr;
 mod pd;
 mod qp;
 mod qp_ex;
+mod srq;
 mod wr;
 
 pub use addr::{Endpoint, PortConfig};
@@ -31,4 +32,5 @@ pub use mr::{Access, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{probe_max_inline, QueuePair, Transport, UD_QKEY};
 pub use qp_ex::SendOps;
+pub use srq::SharedReceiveQueue;
 pub use wr::{sge_split, RecvList, SendList, SendOp};

@@ -17,6 +17,7 @@ use super::error::{Result, Verb, VerbsError};
 use super::mr::{Access, MemoryRegion};
 use super::pd::ProtectionDomain;
 use super::qp_ex::{self, SendOps};
+use super::srq::SharedReceiveQueue;
 use super::wr::{Held, RecvList, SendList};
 
 /// Transport service of a QP.
@@ -64,11 +65,18 @@ pub struct QueuePairBuilder<'a> {
     max_recv_wr: u32,
     max_send_sge: u32,
     max_inline: u32,
+    srq: Option<&'a Arc<SharedReceiveQueue>>,
     /// `Some`: an extended QP (`ibv_create_qp_ex`) with these send operations.
     ex_ops: Option<SendOps>,
 }
 
 impl<'a> QueuePairBuilder<'a> {
+    /// Receives come from `srq` instead of this QP's own receive queue.
+    pub fn srq(mut self, srq: Option<&'a Arc<SharedReceiveQueue>>) -> Self {
+        self.srq = srq;
+        self
+    }
+
     /// Creates an extended QP with exactly `ops` (`--post-api ex`); posting
     /// then goes through `ibv_wr_*`, and only these operations may be posted.
     pub fn extended(mut self, ops: SendOps) -> Self {
@@ -109,10 +117,13 @@ impl<'a> QueuePairBuilder<'a> {
         init.cap.max_send_sge = self.max_send_sge.max(1);
         init.cap.max_recv_sge = 1;
         init.cap.max_inline_data = self.max_inline;
+        if let Some(srq) = self.srq {
+            init.srq = srq.raw();
+        }
         if let Some(ops) = self.ex_ops {
             return self.build_ex(init, ops);
         }
-        // SAFETY: the PD and CQs are alive (we keep Arcs to them in the QP).
+        // SAFETY: the PD, CQs and SRQ are alive (we keep Arcs to them in the QP).
         let raw = unsafe { ffi::ibv_create_qp(self.pd.raw(), &mut init) };
         if raw.is_null() {
             return Err(VerbsError::last_os(
@@ -129,7 +140,7 @@ impl<'a> QueuePairBuilder<'a> {
         }
         // SAFETY: `raw` was just created on this PD with these CQs, and
         // ibv_create_qp wrote back the capabilities actually granted.
-        Ok(unsafe {
+        let mut qp = unsafe {
             QueuePair::from_raw(
                 raw,
                 self.transport,
@@ -138,7 +149,9 @@ impl<'a> QueuePairBuilder<'a> {
                 self.send_cq.clone(),
                 self.recv_cq.clone(),
             )
-        })
+        };
+        qp._srq = self.srq.cloned();
+        Ok(qp)
     }
 
     /// `build` for an extended QP: the same attributes plus the send operations.
@@ -152,6 +165,7 @@ impl<'a> QueuePairBuilder<'a> {
         ex.qp_type = init.qp_type;
         ex.sq_sig_all = 0;
         ex.cap = init.cap;
+        ex.srq = init.srq;
         ex.pd = self.pd.raw();
         ex.comp_mask = m::IBV_QP_INIT_ATTR_PD.0 | m::IBV_QP_INIT_ATTR_SEND_OPS_FLAGS.0;
         ex.send_ops_flags = ops.bits();
@@ -199,6 +213,7 @@ impl<'a> QueuePairBuilder<'a> {
         };
         qp.ex = qpx;
         qp.ex_ops = ops;
+        qp._srq = self.srq.cloned();
         Ok(qp)
     }
 }
@@ -242,6 +257,8 @@ pub struct QueuePair {
     _pd: Arc<ProtectionDomain>,
     _send_cq: Arc<CompletionQueue>,
     _recv_cq: Arc<CompletionQueue>,
+    /// The shared receive queue it draws receives from, if any.
+    _srq: Option<Arc<SharedReceiveQueue>>,
 }
 
 /// QP ids start at 1; 0 in a list means "held by no QP".
@@ -293,6 +310,7 @@ impl QueuePair {
             max_recv_wr: 128,
             max_send_sge: 1,
             max_inline: 0,
+            srq: None,
             ex_ops: None,
         }
     }
@@ -326,6 +344,7 @@ impl QueuePair {
             _pd: pd,
             _send_cq: send_cq,
             _recv_cq: recv_cq,
+            _srq: None,
         }
     }
 

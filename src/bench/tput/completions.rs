@@ -2,8 +2,10 @@
 //! and sequence number, how many WRs each QP has posted and completed, and
 //! receives reposted in batches.
 
-use crate::error::Result;
-use crate::verbs::{CompletionQueue, QueuePair, RecvList, WorkCompletion};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::verbs::{CompletionQueue, QueuePair, RecvList, SharedReceiveQueue, WorkCompletion};
 
 /// Receives reposted per batch on a sink or echo receiver.
 pub const RECV_BATCH: u32 = 32;
@@ -84,11 +86,14 @@ impl SendTracker {
 
 /// Receives kept posted on a group of QPs: one prebuilt list of `batch` WRs
 /// per QP, reposted whenever that many have been consumed. A receive's wr_id
-/// names its QP (`WrId::qp`).
+/// names its QP (`WrId::qp`). With a shared receive queue (`shared`), one
+/// list serves every QP and is reposted on the SRQ whenever that many
+/// receives have been consumed on any of them.
 pub struct RecvRing {
     lists: Vec<RecvList>,
     consumed: Vec<u32>,
     batch: u32,
+    shared: Option<Arc<SharedReceiveQueue>>,
 }
 
 impl RecvRing {
@@ -99,11 +104,27 @@ impl RecvRing {
             consumed: vec![0; lists.len()],
             lists,
             batch,
+            shared: None,
         }
     }
 
-    /// Posts `batches` whole batches on every QP (setup, before the peer sends).
+    /// One batch `list` reposted on `srq` for every QP that draws from it.
+    pub fn shared(srq: Arc<SharedReceiveQueue>, list: RecvList) -> Self {
+        RecvRing {
+            shared: Some(srq),
+            ..RecvRing::new(vec![list])
+        }
+    }
+
+    /// Posts `batches` whole batches on every QP, or on the SRQ (setup,
+    /// before the peer sends).
     pub fn fill(&mut self, qps: &mut [QueuePair], batches: u32) -> Result<()> {
+        if let Some(srq) = &self.shared {
+            for _ in 0..batches {
+                srq.post_recv(&mut self.lists[0])?;
+            }
+            return Ok(());
+        }
         for (qp, list) in qps.iter_mut().zip(&mut self.lists) {
             for _ in 0..batches {
                 qp.post_recv(list)?;
@@ -113,9 +134,18 @@ impl RecvRing {
     }
 
     /// Notes one receive consumed on QP `q` (posted on `qp`); reposts its
-    /// batch when a whole batch has been used.
+    /// batch (on the SRQ, whichever QP consumed it) when a whole batch has
+    /// been used.
     #[inline(always)]
     pub fn consumed(&mut self, q: usize, qp: &mut QueuePair) -> Result<()> {
+        if let Some(srq) = &self.shared {
+            self.consumed[0] += 1;
+            if self.consumed[0] == self.batch {
+                self.consumed[0] = 0;
+                srq.post_recv(&mut self.lists[0])?;
+            }
+            return Ok(());
+        }
         self.consumed[q] += 1;
         if self.consumed[q] == self.batch {
             self.consumed[q] = 0;
@@ -137,6 +167,9 @@ pub struct Arrival {
 pub struct ArrivalBuf {
     wcs: [WorkCompletion; POLL_BATCH],
     pub got: [Arrival; POLL_BATCH],
+    /// With a shared receive queue a receive's wr_id cannot name the QP
+    /// that consumed it: (qp_num, index) of every QP, sorted by qp_num.
+    by_qpn: Vec<(u32, usize)>,
 }
 
 impl ArrivalBuf {
@@ -144,6 +177,30 @@ impl ArrivalBuf {
         ArrivalBuf {
             wcs: [WorkCompletion::default(); POLL_BATCH],
             got: [Arrival { qp: 0, imm: None }; POLL_BATCH],
+            by_qpn: Vec::new(),
+        }
+    }
+
+    /// Arrivals on QPs that share a receive queue: each is attributed to
+    /// its QP by the completion's qp_num (`qpns[i]` is QP i's number).
+    pub fn by_qp_num(qpns: &[u32]) -> Self {
+        let mut by_qpn: Vec<(u32, usize)> = qpns.iter().copied().zip(0..).collect();
+        by_qpn.sort_unstable();
+        ArrivalBuf {
+            by_qpn,
+            ..ArrivalBuf::new()
+        }
+    }
+
+    /// The index of the QP a receive completion belongs to.
+    #[inline(always)]
+    fn qp_of(&self, wr_id: u64, qpn: u32) -> Result<usize> {
+        if self.by_qpn.is_empty() {
+            return Ok(WrId::qp(wr_id));
+        }
+        match self.by_qpn.binary_search_by_key(&qpn, |&(n, _)| n) {
+            Ok(i) => Ok(self.by_qpn[i].1),
+            Err(_) => Err(stray(qpn)),
         }
     }
 
@@ -152,10 +209,11 @@ impl ArrivalBuf {
     #[inline(always)]
     pub fn poll(&mut self, cq: &CompletionQueue) -> Result<usize> {
         let k = cq.poll(&mut self.wcs)?;
-        for (wc, a) in self.wcs[..k].iter().zip(self.got.iter_mut()) {
+        for i in 0..k {
+            let wc = &self.wcs[i];
             wc.check("RECV")?;
-            *a = Arrival {
-                qp: WrId::qp(wc.wr_id()),
+            self.got[i] = Arrival {
+                qp: self.qp_of(wc.wr_id(), wc.qp_num())?,
                 imm: wc.imm(),
             };
         }
@@ -163,9 +221,27 @@ impl ArrivalBuf {
     }
 }
 
+#[cold]
+fn stray(qpn: u32) -> Error {
+    Error::Verification(format!(
+        "a receive completion named QP {qpn}, which does not draw from this shared receive queue"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_arrivals_are_attributed_by_qp_num() {
+        let b = ArrivalBuf::by_qp_num(&[907, 17, 4242]);
+        // The wr_id (QP 0's) is ignored: the SRQ's receives name no QP.
+        for (qpn, want) in [(907, 0), (17, 1), (4242, 2)] {
+            assert_eq!(b.qp_of(WrId::pack(0, 3), qpn).unwrap(), want);
+        }
+        assert!(b.qp_of(0, 5).is_err());
+        assert_eq!(ArrivalBuf::new().qp_of(WrId::pack(2, 3), 907).unwrap(), 2);
+    }
 
     #[test]
     fn wr_ids_round_trip() {

@@ -88,33 +88,40 @@ impl EchoServerSet {
                 },
             )
         };
-        let ud = |rq: u32| -> Result<QpSet> {
-            QpSet::new(
-                port,
-                &QpShape {
-                    transport: Transport::Ud,
-                    count: 1,
-                    sq_depth: p.echo_response_sq_depth(),
-                    rq_depth: rq,
-                    inline: inline_on(Transport::Ud)?,
-                    sge: 1,
-                    region: rq as usize * layout.slot,
-                    access: Access::LOCAL,
-                    path: spec.path,
-                    events: false,
-                    ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
-                    memory: spec.memory,
-                },
-            )
+        let ud = |rq: u32, srq: bool| -> Result<QpSet> {
+            let shape = QpShape {
+                transport: Transport::Ud,
+                count: 1,
+                sq_depth: p.echo_response_sq_depth(),
+                rq_depth: rq,
+                inline: inline_on(Transport::Ud)?,
+                sge: 1,
+                region: rq as usize * layout.slot,
+                access: Access::LOCAL,
+                path: spec.path,
+                events: false,
+                ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
+                memory: spec.memory,
+            };
+            // --srq: the request QP receives from a shared receive queue.
+            if srq {
+                QpSet::with_srq(port, &shape, rq)
+            } else {
+                QpSet::new(port, &shape)
+            }
         };
         let qps = match (spec.req, spec.resp) {
             (EchoVerb::Write, EchoVerb::Write) => ServerQps::WriteWrite { conn: conn()? },
             (EchoVerb::Write, EchoVerb::Send) => ServerQps::WriteSend {
                 conn: conn()?,
-                ud: ud(1)?,
+                ud: ud(1, false)?,
             },
             (EchoVerb::Send, _) => ServerQps::SendSend {
-                ud: ud(((n * p.window + RECV_BATCH) * 2).min(16_384))?,
+                ud: if spec.srq {
+                    ud(p.srq_depth() as u32, true)?
+                } else {
+                    ud(((n * p.window + RECV_BATCH) * 2).min(16_384), false)?
+                },
             },
         };
         Ok(EchoServerSet {
@@ -185,8 +192,13 @@ impl EchoServerSet {
                 responses = ud_responses(ud, &resp_eps, w, size, |_, _| (&mr, 0))?;
                 let batch = RECV_BATCH as usize;
                 let list = RecvList::new(&ud.mr, 0, layout.slot as u32, batch, WrId::pack(0, 0));
-                let mut ring = RecvRing::new(vec![list]);
-                let depth = ud.qps[0].max_recv_wr().min(16_384);
+                let (mut ring, depth) = match &ud.srq {
+                    Some(srq) => (RecvRing::shared(srq.clone(), list), srq.max_wr()),
+                    None => (
+                        RecvRing::new(vec![list]),
+                        ud.qps[0].max_recv_wr().min(16_384),
+                    ),
+                };
                 ring.fill(&mut ud.qps, depth / RECV_BATCH)?;
                 self.recvs = Some(ring);
             }
@@ -303,7 +315,11 @@ pub fn run_echo_server(
         seen: vec![0; n],
         responses: &mut s.responses,
     };
-    let mut arrivals = ArrivalBuf::new();
+    // With --srq a request's receive names its QP only by qp_num.
+    let mut arrivals = match &s.qps {
+        ServerQps::SendSend { ud } if ud.srq.is_some() => ArrivalBuf::by_qp_num(&ud.qp_nums()),
+        _ => ArrivalBuf::new(),
+    };
     go(ctl)?;
     let mut watch = IdleWatch::new(limit, "echo requests or the client's stop (client gone?)");
     loop {
@@ -333,7 +349,7 @@ pub fn run_echo_server(
                         }
                     }
                     if let Some(ring) = &mut s.recvs {
-                        ring.consumed(0, &mut ud.qps[0])?;
+                        ring.consumed(a.qp, &mut ud.qps[a.qp])?;
                     }
                     progress = true;
                 }

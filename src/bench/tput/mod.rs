@@ -10,6 +10,7 @@
 //! points over the control channel; `completions.rs` holds the send-queue
 //! and receive-queue bookkeeping every loop shares.
 
+mod bidir;
 mod completions;
 mod echo_client;
 mod echo_server;
@@ -24,7 +25,7 @@ mod window;
 
 pub use hold::LoadHold;
 pub use session::{
-    run_tput_client, run_tput_client_held, run_tput_client_live, serve_tput, TputOutcome,
+    run_tput_client, run_tput_client_held, run_tput_client_live, serve_tput, Reverse, TputOutcome,
 };
 pub use window::{PointCtx, Window, WindowTimer};
 
@@ -48,6 +49,11 @@ pub enum PointSide<E> {
     Issuer(Vec<IssuerSet>),
     Target(Box<TargetSet>),
     Echo(E),
+    /// `--bidirectional`: both sides issue and both are targets.
+    Both {
+        issuers: Vec<IssuerSet>,
+        target: Box<TargetSet>,
+    },
 }
 
 /// The echo client's threads.
@@ -108,35 +114,42 @@ impl EchoPart for EchoServer {
 impl<E: EchoPart> PointSide<E> {
     /// Sizes this side of a point and creates its QPs.
     pub fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
+        let issuers = || -> Result<Vec<IssuerSet>> {
+            // An issuer exposes nothing: READ results and atomic replies land locally.
+            let shape = QpShape {
+                transport: p.transport,
+                count: p.qps,
+                sq_depth: p.sq_depth(),
+                rq_depth: 1,
+                inline: if spec.inline { p.size } else { 0 },
+                sge: spec.sge,
+                region: slot_bytes(p.size),
+                access: Access::LOCAL,
+                path: spec.path,
+                events: spec.events,
+                ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
+                memory: spec.memory,
+            };
+            (0..p.threads)
+                .map(|_| IssuerSet::new(port, &shape))
+                .collect()
+        };
+        let target = || -> Result<Box<TargetSet>> {
+            let access = access_for(spec.verb, Role::Server);
+            Ok(Box::new(TargetSet::new(port, spec, p, access)?))
+        };
+        if spec.bidirectional {
+            return Ok(PointSide::Both {
+                issuers: issuers()?,
+                target: target()?,
+            });
+        }
         Ok(match (spec.direction, E::ROLE) {
             (Direction::Inbound, Role::Client) | (Direction::Outbound, Role::Server) => {
-                // An issuer exposes nothing: READ results and atomic replies land locally.
-                let shape = QpShape {
-                    transport: p.transport,
-                    count: p.qps,
-                    sq_depth: p.sq_depth(),
-                    rq_depth: 1,
-                    inline: if spec.inline { p.size } else { 0 },
-                    sge: spec.sge,
-                    region: slot_bytes(p.size),
-                    access: Access::LOCAL,
-                    path: spec.path,
-                    events: spec.events,
-                    ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
-                    memory: spec.memory,
-                };
-                let sets = (0..p.threads)
-                    .map(|_| IssuerSet::new(port, &shape))
-                    .collect::<Result<Vec<_>>>()?;
-                PointSide::Issuer(sets)
+                PointSide::Issuer(issuers()?)
             }
             (Direction::Inbound, Role::Server) | (Direction::Outbound, Role::Client) => {
-                PointSide::Target(Box::new(TargetSet::new(
-                    port,
-                    spec,
-                    p,
-                    access_for(spec.verb, Role::Server),
-                )?))
+                PointSide::Target(target()?)
             }
             (Direction::Echo, _) => PointSide::Echo(E::build(port, spec, p)?),
         })
@@ -147,6 +160,13 @@ impl<E: EchoPart> PointSide<E> {
             PointSide::Issuer(sets) => sets.iter().flat_map(|s| s.set.endpoints()).collect(),
             PointSide::Target(set) => set.set.endpoints(),
             PointSide::Echo(e) => e.endpoints(),
+            // Both sides list their issuers' QPs first, then their targets'.
+            PointSide::Both { issuers, target } => {
+                let mut eps: Vec<Endpoint> =
+                    issuers.iter().flat_map(|s| s.set.endpoints()).collect();
+                eps.extend(target.set.endpoints());
+                eps
+            }
         }
     }
 
@@ -165,7 +185,8 @@ impl<E: EchoPart> PointSide<E> {
                 let config = Some(*set.set.config());
                 (set.set.qps.iter_mut().collect(), config)
             }
-            PointSide::Echo(_) => (Vec::new(), None),
+            // --cm is refused with echo and with --bidirectional.
+            PointSide::Echo(_) | PointSide::Both { .. } => (Vec::new(), None),
         }
     }
 
@@ -173,20 +194,34 @@ impl<E: EchoPart> PointSide<E> {
     /// every work request the measured loops will post.
     pub fn connect(&mut self, remotes: &[Endpoint], ctx: &PointCtx<'_>) -> Result<()> {
         match self {
-            PointSide::Issuer(sets) => {
-                let mut at = 0;
-                for s in sets.iter_mut() {
-                    let n = s.set.qps.len();
-                    let mine = remotes
-                        .get(at..at + n)
-                        .ok_or_else(|| short(remotes.len()))?;
-                    s.connect(mine, ctx)?;
-                    at += n;
-                }
-                Ok(())
-            }
+            PointSide::Issuer(sets) => connect_issuers(sets, remotes, ctx),
             PointSide::Target(set) => set.connect(remotes, ctx.point),
             PointSide::Echo(e) => e.connect(remotes),
+            // The peer's issuers reach this side's targets, and this side's
+            // issuers the peer's targets (listed after its issuers).
+            PointSide::Both { issuers, target } => {
+                let n = target.set.qps.len();
+                let (theirs, targets) = (remotes.get(..n), remotes.get(n..));
+                let (Some(theirs), Some(targets)) = (theirs, targets) else {
+                    return Err(short(remotes.len()));
+                };
+                target.connect(theirs, ctx.point)?;
+                connect_issuers(issuers, targets, ctx)
+            }
         }
     }
+}
+
+/// Connects each issuing thread's QPs to its share of `remotes`, in order.
+fn connect_issuers(sets: &mut [IssuerSet], remotes: &[Endpoint], ctx: &PointCtx<'_>) -> Result<()> {
+    let mut at = 0;
+    for s in sets.iter_mut() {
+        let n = s.set.qps.len();
+        let mine = remotes
+            .get(at..at + n)
+            .ok_or_else(|| short(remotes.len()))?;
+        s.connect(mine, ctx)?;
+        at += n;
+    }
+    Ok(())
 }

@@ -17,6 +17,7 @@ use super::super::group::Rendezvous;
 use super::super::intervals::{add_tail, watch, IntervalBoard};
 use super::super::ops::{atomic_mismatch, needs_inline_limit};
 use super::super::port::Port;
+use super::bidir::run_bidir;
 use super::echo_client::run_echo_client;
 use super::echo_server::run_echo_server;
 use super::hold::LoadHold;
@@ -42,10 +43,23 @@ pub struct TputOutcome {
     pub inline: bool,
     /// The server's host and device, as its handshake said.
     pub peer: PeerInfo,
+    /// `--bidirectional`: the server-to-client direction (`report` and
+    /// `received` above are then the client-to-server one).
+    pub reverse: Option<Reverse>,
     /// This process's CPU use over its window (driving: the first thread's
     /// window; otherwise from go to stop), and the peer's as it reported.
     pub cpu_local: Option<CpuUse>,
     pub cpu_peer: Option<CpuUse>,
+}
+
+/// What the server issued in a bidirectional point, and what the client's
+/// targets made of it.
+pub struct Reverse {
+    pub report: DriverReport,
+    /// Per QP, the server's SENDs the client's sink received (empty when passive).
+    pub received: Vec<u64>,
+    /// Atomics: operations the client's words do not account for.
+    pub verify_failures: Option<u64>,
 }
 
 /// Runs a driving side's threads while its intervals go to `on_interval` as
@@ -237,7 +251,27 @@ fn run_tput_client_with(
                 cm::dial(to, &mut qps, &server_qpns, &config, name, tos, index, wait)?;
             }
         }
+        let mut reverse = None;
         let (report, counted) = match &mut side {
+            PointSide::Both { issuers, target } => {
+                // The server's receives were posted before it said ready, ours just now.
+                ctl.send(&Message::Go { index })?;
+                let b = run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                // Each side's CPU comes in its issuers' report.
+                let peer_cpu = b.peer.cpu;
+                reverse = Some(Reverse {
+                    verify_failures: atomic_mismatch(&b.words, &b.peer.per_qp_sent),
+                    report: b.peer,
+                    received: b.received,
+                });
+                let counted = Counted {
+                    received: b.peer_received,
+                    group: Vec::new(),
+                    words: b.peer_words,
+                    cpu: peer_cpu,
+                };
+                (b.mine, counted)
+            }
             PointSide::Issuer(sets) => {
                 expect_go(ctl, index, &d)?;
                 let report = drive(board.as_ref(), &shown, || run_issuer(sets, &ctx))?;
@@ -282,6 +316,7 @@ fn run_tput_client_with(
             verify_failures,
             inline,
             peer: peer.clone(),
+            reverse,
             cpu_local,
             cpu_peer,
         })?;
@@ -370,6 +405,12 @@ pub fn serve_tput(
         };
         let before = CpuSnapshot::take();
         let (received, words, report) = match &mut side {
+            PointSide::Both { issuers, target } => {
+                // The client posts its receives, then says go; both issue at once.
+                expect_go(ctl, index, &d)?;
+                run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                continue;
+            }
             PointSide::Target(set) => {
                 let (received, report) = run_target(set, &spec, index, ctl, &mut go)?;
                 (received, set.atomic_words(), report)

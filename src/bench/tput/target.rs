@@ -28,29 +28,33 @@ impl TargetSet {
     pub fn new(port: &Port, spec: &TputSpec, p: &TputPoint, access: Access) -> Result<Self> {
         let sends = spec.verb == VerbKind::Send;
         let slot = slot_bytes(p.size);
-        let set = QpSet::new(
-            port,
-            &QpShape {
-                transport: p.transport,
-                count: p.total_qps(),
-                sq_depth: 1,
-                rq_depth: if sends { sink_rq_depth(p) } else { 1 },
-                inline: 0,
-                sge: 1,
-                region: if sends {
-                    slot * RECV_BATCH as usize
-                } else {
-                    // --region: the issuer QP's WRs target slots of this many bytes.
-                    spec.memory.region.map_or(slot, |r| r as usize).max(slot)
-                },
-                access,
-                path: spec.path,
-                // A target posts no sends; the issuer sleeps on events.
-                events: false,
-                ex_ops: None,
-                memory: spec.memory,
+        let shape = QpShape {
+            transport: p.transport,
+            count: p.total_qps(),
+            sq_depth: 1,
+            rq_depth: if sends { sink_rq_depth(p) } else { 1 },
+            inline: 0,
+            sge: 1,
+            region: if sends {
+                slot * RECV_BATCH as usize
+            } else {
+                // --region: the issuer QP's WRs target slots of this many bytes.
+                spec.memory.region.map_or(slot, |r| r as usize).max(slot)
             },
-        )?;
+            access,
+            path: spec.path,
+            // A target posts no sends; the issuer sleeps on events.
+            events: false,
+            ex_ops: None,
+            memory: spec.memory,
+        };
+        // --srq: one shared receive queue for this side's sink QPs (validated
+        // against max_srq_wr before any device object exists).
+        let set = if sends && spec.srq {
+            QpSet::with_srq(port, &shape, p.srq_depth() as u32)?
+        } else {
+            QpSet::new(port, &shape)?
+        };
         Ok(TargetSet {
             set,
             atomic: spec.verb == VerbKind::Atomic,
@@ -72,23 +76,59 @@ impl TargetSet {
         if self.sink.is_some() {
             let slot = slot_bytes(p.size) as u32;
             let set = &mut self.set;
-            let lists = (0..set.qps.len())
-                .map(|q| {
-                    let first = WrId::pack(q, 0);
-                    RecvList::new(
-                        set.mr_of(q),
-                        set.offset(q),
-                        slot,
-                        RECV_BATCH as usize,
-                        first,
-                    )
-                })
-                .collect();
-            let mut ring = RecvRing::new(lists);
-            ring.fill(&mut set.qps, sink_rq_depth(p) / RECV_BATCH)?;
+            let batch = RECV_BATCH as usize;
+            let mut ring = match &set.srq {
+                // Every receive lands in QP 0's region: a sink never reads them.
+                Some(srq) => {
+                    let list = RecvList::new(set.mr_of(0), 0, slot, batch, WrId::pack(0, 0));
+                    RecvRing::shared(srq.clone(), list)
+                }
+                None => RecvRing::new(
+                    (0..set.qps.len())
+                        .map(|q| {
+                            let first = WrId::pack(q, 0);
+                            RecvList::new(set.mr_of(q), set.offset(q), slot, batch, first)
+                        })
+                        .collect(),
+                ),
+            };
+            let depth = match &set.srq {
+                Some(_) => p.srq_depth() as u32,
+                None => sink_rq_depth(p),
+            };
+            ring.fill(&mut set.qps, depth / RECV_BATCH)?;
             self.sink = Some(ring);
         }
         Ok(())
+    }
+
+    /// Whether this target consumes SENDs (else the NIC serves it alone).
+    pub fn is_sink(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Scratch space for `drain`: with an SRQ, arrivals are attributed to
+    /// their QP by qp_num.
+    pub fn arrivals(&self) -> ArrivalBuf {
+        match &self.set.srq {
+            Some(_) => ArrivalBuf::by_qp_num(&self.set.qp_nums()),
+            None => ArrivalBuf::new(),
+        }
+    }
+
+    /// A SEND sink's one pass: polls the receive CQ once, counts each
+    /// arrival on its QP in `received` and reposts consumed receives.
+    #[inline(always)]
+    pub fn drain(&mut self, received: &mut [u64], buf: &mut ArrivalBuf) -> Result<usize> {
+        let (Some(ring), set) = (&mut self.sink, &mut self.set) else {
+            return Ok(0);
+        };
+        let k = buf.poll(&set.recv_cq)?;
+        for a in &buf.got[..k] {
+            received[a.qp] += 1;
+            ring.consumed(a.qp, &mut set.qps[a.qp])?;
+        }
+        Ok(k)
     }
 }
 
@@ -130,7 +170,7 @@ pub fn run_target(
     ctl: &mut dyn Control,
     go: &mut dyn FnMut(&mut dyn Control) -> Result<()>,
 ) -> Result<(Vec<u64>, DriverReport)> {
-    let Some(ring) = &mut s.sink else {
+    if !s.is_sink() {
         go(ctl)?;
         let d = Deadlines::new(
             spec.timeout_s,
@@ -149,19 +189,11 @@ pub fn run_target(
             );
         }
         return Ok((Vec::new(), report));
-    };
-    let set = &mut s.set;
-    let mut received = vec![0u64; set.qps.len()];
-    let mut buf = ArrivalBuf::new();
+    }
+    let mut received = vec![0u64; s.set.qps.len()];
+    let mut buf = s.arrivals();
     go(ctl)?;
-    let mut drain = |received: &mut [u64]| -> Result<usize> {
-        let k = buf.poll(&set.recv_cq)?;
-        for a in &buf.got[..k] {
-            received[a.qp] += 1;
-            ring.consumed(a.qp, &mut set.qps[a.qp])?;
-        }
-        Ok(k)
-    };
+    let mut drain = |received: &mut [u64]| s.drain(received, &mut buf);
     let d = Deadlines::new(
         spec.timeout_s,
         spec.live.point_s(spec.warmup_s + spec.duration_s),

@@ -44,6 +44,8 @@ const OPTION_KEYS: &[&str] = &[
     "sl",
     "flow_label",
     "mtu",
+    "bidirectional",
+    "srq",
     "hugepages",
     "mr_per_qp",
     "region",
@@ -271,7 +273,7 @@ fn expect(key: &str) -> Expect {
         "duration" | "timeout" | "warmup_time" | "interval" => Expect::Seconds,
         "rate" => Expect::Number,
         "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "events" | "forever"
-        | "hugepages" | "mr_per_qp" => Expect::Flag,
+        | "hugepages" | "mr_per_qp" | "bidirectional" | "srq" => Expect::Flag,
         "transport" | "under_load" => Expect::Words,
         _ => Expect::Word,
     }

@@ -228,6 +228,26 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
 }
 
 #[test]
+fn bidirectional_and_srq_keys_reach_the_throughput_spec() {
+    // A [defaults] srq skips the latency series it does not apply to.
+    let text = "name = \"b\"\n[defaults]\nsrq = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"outbound\"\nbidirectional = true\n";
+    let e = parse("b.toml", text).unwrap();
+    assert!(matches!(&e.series[0].plan, Plan::Latency(_)));
+    match &e.series[1].plan {
+        Plan::Tput(s, _) => assert!(s.bidirectional && s.srq),
+        _ => panic!("T is a throughput series"),
+    }
+    refused(
+        "name = \"b\"\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nbidirectional = true\n",
+        &["x.toml", "key 'bidirectional'", "use --tput outbound -b"],
+    );
+    refused(
+        "name = \"b\"\n[[series]]\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nsrq = 1\n",
+        &["x.toml:6", "key 'srq'", "true or false"],
+    );
+}
+
+#[test]
 fn memory_layout_keys_reach_the_throughput_spec() {
     let text = "name = \"m\"\n[defaults]\nregion = \"1m\"\noffsets = \"random\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nmr_per_qp = true\n[[series]]\nlabel = \"B\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"outbound\"\nregion = 4096\noffsets = \"sequential\"\n";
     let e = parse("m.toml", text).unwrap();
