@@ -138,20 +138,26 @@ impl<'a> QueuePairBuilder<'a> {
                 ),
             ));
         }
-        // SAFETY: `raw` was just created on this PD with these CQs, and
-        // ibv_create_qp wrote back the capabilities actually granted.
+        Ok(self.wrap(raw, &init.cap))
+    }
+
+    /// The `QueuePair` for `raw`, a QP this builder just created (either
+    /// way), holding its PD, CQs and SRQ.
+    fn wrap(&self, raw: *mut ffi::ibv_qp, granted: &ffi::ibv_qp_cap) -> QueuePair {
+        // SAFETY: `raw` was just created on this PD with these CQs (and SRQ),
+        // and the create call wrote back the capabilities actually granted.
         let mut qp = unsafe {
             QueuePair::from_raw(
                 raw,
                 self.transport,
-                &init.cap,
+                granted,
                 self.pd.clone(),
                 self.send_cq.clone(),
                 self.recv_cq.clone(),
             )
         };
         qp._srq = self.srq.cloned();
-        Ok(qp)
+        qp
     }
 
     /// `build` for an extended QP: the same attributes plus the send operations.
@@ -200,20 +206,9 @@ impl<'a> QueuePairBuilder<'a> {
                 hint: "",
             });
         }
-        // SAFETY: as in `build`; ibv_create_qp_ex wrote back the granted caps.
-        let mut qp = unsafe {
-            QueuePair::from_raw(
-                raw,
-                self.transport,
-                &ex.cap,
-                self.pd.clone(),
-                self.send_cq.clone(),
-                self.recv_cq.clone(),
-            )
-        };
+        let mut qp = self.wrap(raw, &ex.cap);
         qp.ex = qpx;
         qp.ex_ops = ops;
-        qp._srq = self.srq.cloned();
         Ok(qp)
     }
 }
