@@ -121,7 +121,7 @@ pub struct DeviceArgs {
     /// CPUs for the measuring threads, e.g. 0,2-3 (default: the device's NUMA
     /// node when sysfs names one, else any; client and server threads apart).
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
-    pub cpu: Option<Vec<usize>>,
+    pub cpu: Option<std::vec::Vec<usize>>,
 }
 
 fn cpu_list(s: &str) -> Result<Vec<usize>, String> {

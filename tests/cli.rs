@@ -11,6 +11,9 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
     #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[
         (&["write", "--size", "0"], "--size"),
+        // A valid --cpu list is read into the arguments (it once panicked there).
+        (&["write", "--cpu", "0-1", "--size", "0"], "--size"),
+        (&["write", "--cpu", "0,x"], "--cpu"),
         (&["write", "--sge", "0"], "--sge 0"),
         (&["write", "--sge", "5", "-s", "4"], "--sge 5 --size 4"),
         (&["write", "--sge", "99999"], "--sge 99999"),
