@@ -472,7 +472,6 @@ pub fn inapplicable_under_load(id: &str, verb: VerbKind) -> Option<&'static str>
     match id {
         "tput" => Some("the background is its own throughput run (drop --tput)"),
         "rate" | "rate_per_qp" => Some("the loads give the background process's rates"),
-        "connect" => Some("it runs in loopback only, probe and background on one device"),
         "group" | "req" | "resp" => Some("the background is one inbound issuer"),
         _ if inapplicable(id, verb, false).is_none() || inapplicable(id, verb, true).is_none() => {
             None

@@ -1454,8 +1454,14 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
             "--rate does not apply to --under-load",
         ),
         (
-            &["write", "--under-load", "10%", "--connect", "h"],
-            "--connect does not apply to --under-load",
+            &[
+                "write",
+                "--under-load",
+                "10%",
+                "--connect",
+                "nonexistent.invalid",
+            ],
+            "--connect nonexistent.invalid: cannot resolve",
         ),
         (&["write", "--under-load", "10%", "-s", "2,4"], "one size"),
         (&["write", "--under-load", "10%", "-q", "1,2"], "one point"),

@@ -111,9 +111,11 @@ impl Plan {
                 )));
             }
             // Its own rules for which options apply (the probe's and the background's).
-            return Ok(Plan::UnderLoad(super::under_load::spec_from_args(
-                verb, args, loads,
-            )?));
+            let spec = super::under_load::spec_from_args(verb, args, loads)?;
+            if let Some(target) = &args.connect {
+                super::setup::resolve(target)?;
+            }
+            return Ok(Plan::UnderLoad(spec));
         }
         let tput = args.tput.is_some();
         for id in &args.given {
@@ -294,12 +296,7 @@ impl Plan {
                     run_tput_client_live(spec, port, ctl, clock, on_interval, &mut on_point)
                 })
             }
-            Plan::UnderLoad(spec) => match connect {
-                Some(_) => Err(Error::usage(
-                    "--under-load runs in loopback only (not against serve)",
-                )),
-                None => spec.execute(port, clock, series, on_record),
-            },
+            Plan::UnderLoad(spec) => spec.execute(port, clock, connect, series, on_record),
         }
     }
 
