@@ -137,7 +137,9 @@ pub fn needs_inline_limit(verb: VerbKind, inline: InlineRequest) -> bool {
 pub fn posts_inline(verb: VerbKind, inline: InlineRequest, size: u32, qp_max_inline: u32) -> bool {
     match verb {
         VerbKind::Read | VerbKind::Atomic => false,
-        VerbKind::Echo => size <= qp_max_inline && inline.limit().is_none_or(|n| size <= n),
+        VerbKind::Echo => {
+            size <= qp_max_inline && !matches!(inline, InlineRequest::UpTo(n) if size > n)
+        }
         VerbKind::Write | VerbKind::Send => inline.wants(size),
     }
 }
@@ -178,11 +180,15 @@ pub fn atomic_expected(k: u64) -> u64 {
 pub enum Fault {
     /// The atomic target word starts at 1<<63 instead of 0.
     AtomicWord,
+    /// Send WRs carry an lkey no MR has (`SendList::spoil_lkeys`): only
+    /// inline WRs still complete.
+    SendLkey,
 }
 
 pub fn test_fault(f: Fault) -> bool {
     let name = match f {
         Fault::AtomicWord => "atomic-word",
+        Fault::SendLkey => "send-lkey",
     };
     std::env::var("RDMA_BENCH_TEST_FAULT").is_ok_and(|v| v.split(',').any(|x| x == name))
 }

@@ -11,7 +11,7 @@ use crate::report::DriverReport;
 use crate::spec::AtomicOp;
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
-use super::super::ops::{atomic_operands, posts_inline, send_op, wc_label};
+use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_label, Fault};
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
@@ -68,6 +68,7 @@ impl IssuerSet {
             p.size,
             self.set.qps.first().map_or(0, |q| q.max_inline()),
         );
+        let spoil = test_fault(Fault::SendLkey);
         self.lists = remotes
             .iter()
             .enumerate()
@@ -82,6 +83,9 @@ impl IssuerSet {
                     if let Some(ah) = &self.set.ahs[q] {
                         list.set_ud_dest(j, ah, remote.qpn, UD_QKEY);
                     }
+                }
+                if spoil {
+                    list.spoil_lkeys();
                 }
                 list
             })
