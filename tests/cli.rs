@@ -958,6 +958,8 @@ fn experiment_files_are_strictly_typed() {
         (s("verb = \"write\"\ninline = 1\n"), ":4: key 'inline'"),
         (s("verb = \"write\"\ninline_size = true\n"), ":4: key 'inline_size'"),
         (s("verb = \"read\"\ninline_size = 64\n"), ":4: key 'inline_size'"),
+        // inline_size over sizes on both sides of it passes; --sl 16 is what is refused.
+        (s("verb = \"write\"\nsize = [16, 1024]\ninline_size = 64\nsl = 16\n"), ":6: key 'sl'"),
         (s("verb = \"write\"\ntransport = 5\n"), ":4: key 'transport'"),
         (s("verb = \"atomic\"\nop = true\n"), ":4: key 'op'"),
         (s("verb = \"write\"\nlabel = 5\n"), ":4: key 'label'"),
