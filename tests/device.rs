@@ -16,6 +16,8 @@ mod cm;
 mod cpu_intervals;
 #[path = "device/events_post_api.rs"]
 mod events_post_api;
+#[path = "device/events_tput_serve.rs"]
+mod events_tput_serve;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
 #[path = "device/package.rs"]

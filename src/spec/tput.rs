@@ -267,7 +267,7 @@ impl TputSpec {
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
         check_post_api(self.post_api, self.inline, self.sge)?;
         if self.events {
-            check_tput_events(self.direction)?;
+            check_tput_events(self.direction, self.bidirectional)?;
         }
         self.memory
             .validate_tput(self.verb, self.direction, self.max_size())?;
