@@ -278,6 +278,12 @@ impl Drop for Server {
 }
 
 fn start_server(port: u16) -> Server {
+    start_server_with(port, &[])
+}
+
+/// `serve` on the device's address and `port`, with `extra` options (such as
+/// `--cm-port`), once it listens; killed when the guard drops.
+fn start_server_with(port: u16, extra: &[&str]) -> Server {
     let child = Command::new(bin())
         .args([
             "serve",
@@ -288,6 +294,7 @@ fn start_server(port: u16) -> Server {
             "--port",
             &port.to_string(),
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
