@@ -67,6 +67,11 @@ pub struct DriverReport {
     /// `--interval`: the window cut into intervals, in order (empty without it).
     #[serde(default)]
     pub intervals: Vec<IntervalFigure>,
+    /// `--events`: completion-channel events the issuing threads took inside
+    /// their windows (each one a sleep or an event already pending);
+    /// `None` without events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
 }
 
 /// One interval of a point (`--interval`): what the driving side measured

@@ -30,8 +30,14 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
         (&["write", "--events"], "--events: a write ping-pong"),
         (&["write", "-e"], "--events: a write ping-pong"),
         (&["echo", "--events"], "--events"),
-        (&["echo", "--tput", "-e"], "--events"),
-        (&["write", "--tput", "inbound", "-e"], "--events"),
+        (
+            &["echo", "--tput", "-e"],
+            "--events applies only to inbound and outbound --tput (echo's client and server each poll a send CQ and a receive CQ",
+        ),
+        (
+            &["write", "--tput", "outbound", "-b", "-e"],
+            "--events: not with --bidirectional",
+        ),
         (&["write", "--post-api", "fast"], "--post-api"),
         (
             &["write", "--post-api", "ex", "--inline", "--sge", "2"],

@@ -221,7 +221,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sge: spec.sge,
         events: spec.events,
         post_api: spec.post_api,
-        event_wakeups: None,
+        event_wakeups: r.event_wakeups,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         tclass: spec.path.tclass,
@@ -317,5 +317,8 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         // refused with --bidirectional.
         cpu: client.cpu,
         intervals: Vec::new(),
+        event_wakeups: client
+            .event_wakeups
+            .map(|c| c + server.event_wakeups.unwrap_or(0)),
     }
 }

@@ -20,6 +20,7 @@ pub struct ThreadResult {
     completions: u64,
     counters: Option<CounterDeltas>,
     cpu: Option<CpuUse>,
+    wakeups: Option<u64>,
 }
 
 impl ThreadResult {
@@ -54,7 +55,14 @@ impl ThreadResult {
             completions,
             counters: None,
             cpu: None,
+            wakeups: None,
         }
+    }
+
+    /// `--events`: the completion-channel events this thread took in its window.
+    pub fn with_wakeups(mut self, wakeups: Option<u64>) -> Self {
+        self.wakeups = wakeups;
+        self
     }
 
     /// The device's counters and the CPU use over this thread's window
@@ -109,6 +117,9 @@ pub fn run_threads<S: Send>(
         }
         if r.cpu.is_some() {
             report.cpu = r.cpu;
+        }
+        if let Some(w) = r.wakeups {
+            report.event_wakeups = Some(report.event_wakeups.unwrap_or(0) + w);
         }
     }
     Ok(report)
