@@ -315,11 +315,6 @@ impl TputSpec {
                 }
                 Direction::Outbound => {}
             }
-            if self.path.connection == Connection::Cm {
-                return Err(Error::usage(
-                    "--cm: not with --bidirectional (its QPs are connected over the control channel)",
-                ));
-            }
             if self.rate.is_some() {
                 return Err(Error::usage(
                     "--rate: not with --bidirectional (its offered rate would be one side's of two)",
@@ -334,21 +329,6 @@ impl TputSpec {
             if self.live.interval_s.is_some() || self.live.forever {
                 return Err(Error::usage(
                     "--interval/--forever: not with --bidirectional (its two directions are counted only at the end of the window)",
-                ));
-            }
-            if self.post_api == PostApi::Ex {
-                return Err(Error::usage(
-                    "--post-api ex: not with --bidirectional (untested together; use --post-api classic)",
-                ));
-            }
-            if self.memory.mr_per_qp {
-                return Err(Error::usage(
-                    "--mr-per-qp: not with --bidirectional (a side's issuers and targets share one registration per set)",
-                ));
-            }
-            if self.memory.region.is_some() || self.memory.offsets != Offsets::Fixed {
-                return Err(Error::usage(
-                    "--region/--offsets: not with --bidirectional (each side's issuers target one slot per QP)",
                 ));
             }
         }

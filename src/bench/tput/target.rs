@@ -170,6 +170,21 @@ impl TargetSet {
     }
 }
 
+impl TargetSet {
+    /// `RDMA_BENCH_TEST_SLOTS=1` (WRITE only): prints which of its slots
+    /// the peer's WRITEs reached, once they all have.
+    pub fn hook_written_slots(&self, spec: &TputSpec, index: u32) {
+        if spec.verb == VerbKind::Write && test_hook_slots() {
+            let size = spec.points.get(index as usize).map_or(1, |p| p.size);
+            eprintln!(
+                "test hook: WRITE slots written per target QP: {:?} of {}",
+                self.written_slots(size),
+                self.set.region / slot_stride(size) as usize
+            );
+        }
+    }
+}
+
 /// Target side of a point until the driver says stop. `go` tells the driver
 /// (or, in a group, the other clients' server threads) this side is ready.
 /// Returns per-QP receive counts (empty when passive) and the driver's report.
@@ -190,14 +205,7 @@ pub fn run_target(
             Message::Stop { index: i, report } if *i == index => Some(std::mem::take(report)),
             _ => None,
         })?;
-        if spec.verb == VerbKind::Write && test_hook_slots() {
-            let size = spec.points.get(index as usize).map_or(1, |p| p.size);
-            eprintln!(
-                "test hook: WRITE slots written per target QP: {:?} of {}",
-                s.written_slots(size),
-                s.set.region / slot_stride(size) as usize
-            );
-        }
+        s.hook_written_slots(spec, index);
         return Ok((Vec::new(), report));
     }
     let mut received = vec![0u64; s.set.qps.len()];
