@@ -68,22 +68,6 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--srq: not with --mr-per-qp",
         ),
         (
-            &[
-                "echo",
-                "--tput",
-                "--req",
-                "send",
-                "--resp",
-                "send",
-                "-c",
-                "ud",
-                "--srq",
-                "--post-api",
-                "ex",
-            ],
-            "--srq: not with echo --post-api ex",
-        ),
-        (
             &["write", "-s", "0"],
             "--size 0: a ping-pong detects arrival by the payload's last byte",
         ),

@@ -344,11 +344,6 @@ impl TputSpec {
                     format!("--srq: {verb} posts no receives (only send has a receiver)")
                 }));
             }
-            if self.direction == Direction::Echo && self.post_api == PostApi::Ex {
-                return Err(Error::usage(
-                    "--srq: not with echo --post-api ex (an extended request QP on an SRQ is untested; use --post-api classic)",
-                ));
-            }
             if self.memory.mr_per_qp {
                 return Err(Error::usage(
                     "--srq: not with --mr-per-qp (every receive of the shared queue lands in one registration)",

@@ -270,3 +270,48 @@ fn bidirectional_memory_layouts_reach_each_sides_own_slots() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn echo_server_on_an_srq_with_the_extended_post_api() {
+    // The server's extended UD QP takes its SEND requests from its SRQ and
+    // answers through ibv_wr_*; both kinds of SEND count on rxe0.
+    let s0 = port_counter("rdma_sends");
+    let (r, pkts, recvs) = counted_run(
+        "srqexecho",
+        &[
+            "echo",
+            "--tput",
+            "--req",
+            "send",
+            "--resp",
+            "send",
+            "-c",
+            "ud",
+            "--srq",
+            "--post-api",
+            "ex",
+            "-n",
+            "200",
+            "-q",
+            "2",
+        ],
+    );
+    let sends = port_counter("rdma_sends") - s0;
+    assert!(
+        r.srq && r.post_api == rdma_bench::spec::PostApi::Ex,
+        "{r:?}"
+    );
+    assert_eq!(r.ops, 400, "{r:?}");
+    assert_eq!(
+        r.received,
+        Some(r.sent),
+        "the server saw every request: {r:?}"
+    );
+    assert_eq!(r.responses, Some(r.sent), "{r:?}");
+    // Requests (server receives) and responses (client receives): UD, one
+    // packet each, no ACKs.
+    assert_eq!(recvs, 2 * r.sent, "{r:?}");
+    assert_eq!(sends, 2 * r.sent, "{r:?}");
+    assert_eq!(pkts, 2 * r.sent, "{r:?}");
+}
