@@ -189,8 +189,9 @@ pub struct TestArgs {
     /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
     #[arg(long)]
     pub inline: bool,
-    /// Post inline the payloads of at most SIZE bytes (perftest's -I,
-    /// --inline_size); the sizes of one run must all be at most SIZE or all above it.
+    /// Post inline each payload of at most SIZE bytes, decided per size
+    /// (perftest's -I, --inline_size): `-s 16,256 -I 64` inlines 16 B, not 256 B.
+    /// A size it would inline above the device's max_inline is refused (both numbers).
     #[arg(
         short = 'I',
         long = "inline-size",

@@ -2,6 +2,7 @@
 //! validated from arguments, then executed in loopback or against `serve`,
 //! handing each measured point to the caller as a results record.
 
+use crate::bench::ops::posts_inline;
 use crate::bench::{run_client_live, run_tput_client_live, PointOutcome, Port, TputOutcome};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
@@ -340,7 +341,7 @@ impl Plan {
                         measured: ops,
                         warmup: spec.warmup,
                         verify_failures: 0,
-                        inline: spec.inline,
+                        inline: posts_inline(spec.verb, spec.inline, size, u32::MAX),
                         elapsed_ns: (elapsed_s * 1e9) as u64,
                         device_counters: None,
                         event_wakeups: None,
@@ -373,7 +374,7 @@ impl Plan {
                     received: Vec::new(),
                     group: Vec::new(),
                     verify_failures: None,
-                    inline: spec.inline,
+                    inline: posts_inline(spec.verb, spec.inline, point.size, u32::MAX),
                     peer: PeerInfo::default(),
                     reverse: None,
                     cpu_local: None,
