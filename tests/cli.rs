@@ -53,10 +53,6 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--bidirectional: each side issues outbound to the other",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "--cm"],
-            "--cm: not with --bidirectional",
-        ),
-        (
             &["write", "--tput", "outbound", "-b", "--rate", "0.1"],
             "--rate: not with --bidirectional",
         ),
@@ -77,36 +73,8 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--interval/--forever: not with --bidirectional",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "--post-api", "ex"],
-            "--post-api ex: not with --bidirectional",
-        ),
-        (
-            &["write", "--tput", "outbound", "-b", "--mr-per-qp"],
-            "--mr-per-qp: not with --bidirectional",
-        ),
-        (
-            &["write", "--tput", "outbound", "-b", "--region", "64k"],
-            "--region/--offsets: not with --bidirectional",
-        ),
-        (
             &["send", "--tput", "inbound", "--srq", "--mr-per-qp"],
             "--srq: not with --mr-per-qp",
-        ),
-        (
-            &[
-                "echo",
-                "--tput",
-                "--req",
-                "send",
-                "--resp",
-                "send",
-                "-c",
-                "ud",
-                "--srq",
-                "--post-api",
-                "ex",
-            ],
-            "--srq: not with echo --post-api ex",
         ),
         (
             &["write", "-s", "0"],

@@ -8,6 +8,8 @@ mod common;
 // Device tests grouped by topic live in tests/device/<topic>.rs, one line each
 // below; they reach this file's helpers (device(), latency(), ...) as `super::`.
 // (topic modules: keep this list sorted)
+#[path = "device/bidir_combos.rs"]
+mod bidir_combos;
 #[path = "device/bidir_srq.rs"]
 mod bidir_srq;
 #[path = "device/cm.rs"]
