@@ -459,12 +459,9 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         }
         "all" if verb == Atomic => Some("to read, write, send and echo (atomics are 8 bytes)"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
-        "events" if verb == Echo && tput => Some(
-            "to inbound and outbound --tput (echo's client and server each poll a send CQ and a receive CQ in one loop: there is no one CQ to sleep on)",
+        "events" if verb == Echo && !tput => Some(
+            "to echo --tput (--req send --resp send) and to latency runs of write --completion, send, read and atomic",
         ),
-        "events" if verb == Echo => {
-            Some("to latency runs of write --completion, send, read and atomic")
-        }
         "mr_per_qp" | "region" | "offsets" if !tput => Some("with --tput"),
         _ => None,
     }

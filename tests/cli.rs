@@ -32,11 +32,15 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
         (&["echo", "--events"], "--events"),
         (
             &["echo", "--tput", "-e"],
-            "--events applies only to inbound and outbound --tput (echo's client and server each poll a send CQ and a receive CQ",
+            "--events: echo --tput sleeps on completions, and a WRITE request or response is seen in memory, not in a completion: --events needs --req send --resp send",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "-e"],
-            "--events: not with --bidirectional",
+            &["echo", "--tput", "--req", "write", "--resp", "send", "-e"],
+            "--events needs --req send --resp send",
+        ),
+        (
+            &["echo", "--events"],
+            "--events applies only to echo --tput (--req send --resp send) and to latency runs",
         ),
         (&["write", "--post-api", "fast"], "--post-api"),
         (

@@ -16,6 +16,8 @@ mod bidir_srq;
 mod cm;
 #[path = "device/cpu_intervals.rs"]
 mod cpu_intervals;
+#[path = "device/events_echo_bidir.rs"]
+mod events_echo_bidir;
 #[path = "device/events_post_api.rs"]
 mod events_post_api;
 #[path = "device/events_tput_serve.rs"]

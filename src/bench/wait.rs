@@ -10,6 +10,29 @@ use crate::verbs::{CompletionChannel, CompletionQueue, WorkCompletion};
 /// checks the abort flag and its deadline, so a vanished peer never hangs it.
 pub const EVENT_SLICE_MS: i32 = 100;
 
+/// `--events` in loops that poll several CQs made on one completion channel
+/// (a QP set's send and receive CQs): arm them all once with `arm_all`;
+/// then, whenever a pass found them all empty and a completion is coming,
+/// `take_event` sleeps until one of them raises an event (one slice at
+/// most), re-arms the CQ that raised it and returns, and the caller polls
+/// them all again. A CQ that did not fire stays armed, so a completion on
+/// any of them after its last arming always raises the next event.
+pub fn arm_all(cqs: &[&CompletionQueue]) -> Result<()> {
+    Ok(cqs.iter().try_for_each(|cq| cq.arm())?)
+}
+
+/// See `arm_all`. True when an event was taken (a wake-up); false when the
+/// slice ended first (the caller checks its deadlines and the abort flag).
+pub fn take_event(ch: &CompletionChannel, cqs: &[&CompletionQueue]) -> Result<bool> {
+    let Some(event) = ch.wait(EVENT_SLICE_MS)? else {
+        return Ok(false);
+    };
+    if let Some(cq) = cqs.iter().find(|cq| cq.raised(event)) {
+        cq.arm()?;
+    }
+    Ok(true)
+}
+
 /// For loops that serve a peer while the peer drives (a SEND sink, the echo
 /// server): counts idle passes, says every 4096 in a row that it is time to
 /// look at the control channel, and fails once nothing has happened for
@@ -37,6 +60,14 @@ impl IdleWatch {
     pub fn busy(&mut self) {
         self.idle = 0;
         self.since = None;
+    }
+
+    /// Nothing happened in a pass that slept a whole slice on a completion
+    /// channel (`--events`): check the control channel and the limit now,
+    /// not after 4096 such passes.
+    pub fn slept(&mut self) -> Result<bool> {
+        self.idle |= 4095;
+        self.idle()
     }
 
     /// Nothing happened this pass: true when it is time to poll the control
@@ -136,7 +167,7 @@ impl Patience {
             if n > 0 {
                 return Ok(n);
             }
-            if !ch.wait(EVENT_SLICE_MS)? {
+            if ch.wait(EVENT_SLICE_MS)?.is_none() {
                 if aborted() {
                     return Err(Error::Interrupted);
                 }

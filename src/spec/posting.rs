@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Direction, LatencyMode, VerbKind};
+use super::{Direction, EchoVerb, LatencyMode, VerbKind};
 use crate::error::{Error, Result};
 
 /// Which post API the QPs use: `ibv_post_send` (classic, the default) or
@@ -51,22 +51,16 @@ pub fn check_latency_events(verb: VerbKind, mode: LatencyMode) -> Result<()> {
     Ok(())
 }
 
-/// `--events` on a throughput run: the inbound and outbound issuers sleep on
-/// their send CQ's channel whenever every window is full. Echo's client and
-/// server each drive a send CQ and a receive CQ (and the server its peers'
-/// request slots) in one loop, which has no single CQ to sleep on; and a
-/// bidirectional point with events is untested, so both are refused.
-pub fn check_tput_events(direction: Direction, bidirectional: bool) -> Result<()> {
-    if direction == Direction::Echo {
+/// `--events` on a throughput run: the inbound and outbound issuers (each
+/// side's, with `--bidirectional`) sleep on their send CQ's channel; echo's
+/// client and server sleep on one channel serving their UD QP's send and
+/// receive CQs. A WRITE request or response is seen in memory, not in a
+/// completion, so echo takes --events only with SEND requests and responses.
+pub fn check_tput_events(direction: Direction, req: EchoVerb, resp: EchoVerb) -> Result<()> {
+    if direction == Direction::Echo && (req == EchoVerb::Write || resp == EchoVerb::Write) {
         return Err(Error::usage(
-            "--events: echo --tput polls a send CQ and a receive CQ in one loop on each side, \
-             so there is no one CQ to sleep on; --events applies to inbound and outbound \
-             throughput (and to latency)",
-        ));
-    }
-    if bidirectional {
-        return Err(Error::usage(
-            "--events: not with --bidirectional (untested together)",
+            "--events: echo --tput sleeps on completions, and a WRITE request or response is \
+             seen in memory, not in a completion: --events needs --req send --resp send",
         ));
     }
     Ok(())

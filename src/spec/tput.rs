@@ -294,7 +294,7 @@ impl TputSpec {
         let inlines = self.points.iter().any(|p| self.inline.wants(p.size));
         check_post_api(self.post_api, inlines, self.sge)?;
         if self.events {
-            check_tput_events(self.direction, self.bidirectional)?;
+            check_tput_events(self.direction, self.req, self.resp)?;
         }
         self.memory
             .validate_tput(self.verb, self.direction, self.max_size())?;

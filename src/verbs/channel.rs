@@ -54,10 +54,10 @@ impl CompletionChannel {
 
     /// Sleeps until an armed CQ of this channel has a completion, or
     /// `timeout_ms` passes (the caller checks its own deadline and the abort
-    /// flag between calls, so a vanished peer never hangs it). Returns true
-    /// when an event was taken (and acknowledged): the caller must re-arm
-    /// that CQ before sleeping on it again.
-    pub fn wait(&self, timeout_ms: i32) -> Result<bool> {
+    /// flag between calls, so a vanished peer never hangs it). Returns the
+    /// event taken (and acknowledged), which names the CQ that raised it:
+    /// the caller must re-arm that CQ before sleeping on it again.
+    pub fn wait(&self, timeout_ms: i32) -> Result<Option<CqEvent>> {
         let mut pfd = libc::pollfd {
             // SAFETY: `raw` is a live channel; its fd is a plain field.
             fd: unsafe { (*self.raw).fd },
@@ -69,7 +69,7 @@ impl CompletionChannel {
         if rc < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
-                return Ok(false);
+                return Ok(None);
             }
             return Err(VerbsError::Call {
                 verb: Verb::GetCqEvent,
@@ -79,7 +79,7 @@ impl CompletionChannel {
             });
         }
         if rc == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         let mut cq: *mut ffi::ibv_cq = std::ptr::null_mut();
         let mut cq_ctx: *mut std::ffi::c_void = std::ptr::null_mut();
@@ -94,9 +94,15 @@ impl CompletionChannel {
         // those read but not acknowledged. One event taken, one acknowledged.
         unsafe { ffi::ibv_ack_cq_events(cq, 1) };
         self.taken.fetch_add(1, Ordering::Relaxed);
-        Ok(true)
+        Ok(Some(CqEvent(cq as usize)))
     }
 }
+
+/// An event taken from a channel: which of the channel's CQs raised it
+/// (`CompletionQueue::raised`). One channel serves several CQs (a QP set's
+/// send and receive CQs), so a waiter re-arms only the CQ that fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqEvent(pub(crate) usize);
 
 impl Drop for CompletionChannel {
     fn drop(&mut self) {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use rdma_mummy_sys as ffi;
 
-use super::channel::CompletionChannel;
+use super::channel::{CompletionChannel, CqEvent};
 use super::device::Context;
 use super::error::{Result, Verb, VerbsError};
 
@@ -70,6 +70,11 @@ impl CompletionQueue {
             ));
         }
         Ok(())
+    }
+
+    /// Whether `event` was raised by this CQ.
+    pub fn raised(&self, event: CqEvent) -> bool {
+        self.raw as usize == event.0
     }
 
     pub(crate) fn raw(&self) -> *mut ffi::ibv_cq {

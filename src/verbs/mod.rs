@@ -20,7 +20,7 @@ mod wr;
 
 pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
-pub use channel::CompletionChannel;
+pub use channel::{CompletionChannel, CqEvent};
 pub use cm::{event as cm_event, event_name as cm_event_name, CmEvent, CmId, EventChannel};
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{

@@ -16,7 +16,7 @@ use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
-use super::super::wait::Patience;
+use super::super::wait::{arm_all, take_event, Patience};
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::threads::{run_threads, ThreadResult};
@@ -72,7 +72,8 @@ impl EchoClientSet {
                 region: layout.client_region(),
                 access,
                 path: spec.path,
-                events: false,
+                // --events (SEND/SEND only): both CQs on one channel.
+                events: spec.events,
                 ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
                 memory: spec.memory,
             },
@@ -294,10 +295,18 @@ fn echo_client_thread(
     let lossy = p.transport != Transport::Rc || s.resp_verb == EchoVerb::Send;
     let loss_after = clock.ticks(Duration::from_secs_f64(spec.timeout_s / 2.0));
     let mut last_sweep = 0u64;
+    // --events: see `sleep_for_responses`.
+    let woken = |s: &EchoClientSet| s.req.channel.as_ref().map(|c| c.events_taken());
+    let mut quiet = true;
+    if s.req.channel.is_some() {
+        arm_all(&[&s.req.send_cq, &s.req.recv_cq])?;
+    }
 
     barrier.wait();
     let mut win = ctx.thread_window(thread);
     let t0 = win.opened();
+    let mut woken_before = woken(s);
+    let mut wakeups = None;
     // An --iters run sends exactly that many requests per QP and counts
     // every round trip that comes back; a timed run counts those completed
     // inside the window.
@@ -321,6 +330,7 @@ fn echo_client_thread(
             at_end.copy_from_slice(&fl.done);
             stopped_at = now;
             counters = win.close();
+            wakeups = woken(s).zip(woken_before).map(|(a, b)| a - b);
         }
         if !stopping && window.iters.is_some() && tx.posted.iter().all(|&p| p >= limit) {
             stopping = true;
@@ -328,6 +338,7 @@ fn echo_client_thread(
         }
         if win.opens(now) {
             base.copy_from_slice(&fl.done);
+            woken_before = woken(s);
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -338,6 +349,7 @@ fn echo_client_thread(
                 at_end.copy_from_slice(&fl.done);
                 stopped_at = last_landing;
                 counters = win.close();
+                wakeups = woken(s).zip(woken_before).map(|(a, b)| a - b);
             }
             break;
         }
@@ -368,7 +380,11 @@ fn echo_client_thread(
                 }
             }
         }
+        if quiet && fl.in_flight > 0 {
+            sleep_for_responses(&s.req)?;
+        }
         // Responses.
+        let mut landed = 0;
         match (&mut s.recvs, s.resp_verb) {
             (Some(ring), EchoVerb::Send) => {
                 let rs = s.resp.as_mut().unwrap_or(&mut s.req);
@@ -384,6 +400,7 @@ fn echo_client_thread(
                     ring.consumed(a.qp, &mut rs.qps[a.qp])?;
                     progress = true;
                 }
+                landed = k;
             }
             _ => {
                 for q in 0..n {
@@ -400,6 +417,7 @@ fn echo_client_thread(
             }
         }
         let k = tx.reap(&s.req.send_cq, req_label)?;
+        quiet = landed == 0 && k == 0;
         if progress || k > 0 {
             last_progress = now;
             last_landing = now;
@@ -421,5 +439,19 @@ fn echo_client_thread(
         fl.done.iter().sum(),
         tx.completions,
     )
-    .with_counters(counters))
+    .with_counters(counters)
+    .with_wakeups(wakeups))
+}
+
+/// `--events` (SEND requests and SEND responses): once a pass has found the
+/// request QPs' send and receive CQs both empty (so every completion polled
+/// so far raised no event still unseen) and a response is coming, sleeps
+/// until either CQ raises an event (one slice at most, so the window's end,
+/// the drain and the stall check still run), re-arms that CQ, and lets the
+/// pass poll both. Without a channel, does nothing.
+fn sleep_for_responses(req: &QpSet) -> Result<()> {
+    if let Some(ch) = &req.channel {
+        take_event(ch, &[&req.send_cq, &req.recv_cq])?;
+    }
+    Ok(())
 }

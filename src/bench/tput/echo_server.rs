@@ -13,7 +13,7 @@ use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, inline_room, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
-use super::super::wait::IdleWatch;
+use super::super::wait::{arm_all, take_event, IdleWatch};
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::target::poll_stop;
@@ -98,7 +98,8 @@ impl EchoServerSet {
                 region: rq as usize * layout.slot,
                 access: Access::LOCAL,
                 path: spec.path,
-                events: false,
+                // --events (SEND/SEND only): both CQs on one channel.
+                events: spec.events,
                 ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
                 memory: spec.memory,
             };
@@ -322,6 +323,13 @@ pub fn run_echo_server(
         ServerQps::SendSend { ud } if ud.srq.is_some() => ArrivalBuf::by_qp_num(&ud.qp_nums()),
         _ => ArrivalBuf::new(),
     };
+    // --events: the UD QP's CQs stay armed (re-armed after each event), so
+    // a request or a response completion always raises an event.
+    if let ServerQps::SendSend { ud } = &s.qps {
+        if ud.channel.is_some() {
+            arm_all(&[&ud.recv_cq, &ud.send_cq])?;
+        }
+    }
     go(ctl)?;
     let mut watch = IdleWatch::new(limit, "echo requests or the client's stop (client gone?)");
     loop {
@@ -362,7 +370,27 @@ pub fn run_echo_server(
             watch.busy();
             continue;
         }
-        if watch.idle()? {
+        // --events: a pass that found both CQs empty sleeps until either
+        // raises an event; a slice without one is a pass that slept, after
+        // which the client's stop is looked for at once.
+        let check = match &s.qps {
+            ServerQps::SendSend {
+                ud:
+                    QpSet {
+                        channel: Some(ch),
+                        recv_cq,
+                        send_cq,
+                        ..
+                    },
+            } => {
+                if take_event(ch, &[recv_cq, send_cq])? {
+                    continue;
+                }
+                watch.slept()?
+            }
+            _ => watch.idle()?,
+        };
+        if check {
             if let Some(report) = poll_stop(ctl, index)? {
                 return Ok((resp.seen, report));
             }

@@ -15,7 +15,7 @@ use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_l
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
-use super::super::wait::{Patience, EVENT_SLICE_MS};
+use super::super::wait::{arm_all, take_event, Patience};
 use super::completions::{SendTracker, WrId};
 use super::pace::Pacer;
 use super::threads::{run_threads, ThreadResult};
@@ -148,7 +148,7 @@ fn issue_thread(
     // always raises an event to sleep on.
     let woken = || set.channel.as_ref().map(|c| c.events_taken());
     if set.channel.is_some() {
-        set.send_cq.arm()?;
+        arm_all(&[&set.send_cq])?;
     }
 
     barrier.wait();
@@ -258,9 +258,7 @@ fn issue_thread(
             set.channel.is_some() && !pacing && (0..n).any(|q| last_signaled[q] > tx.completed[q]);
         let k = match (&set.channel, sleep) {
             (Some(ch), true) => {
-                if ch.wait(EVENT_SLICE_MS)? {
-                    set.send_cq.arm()?;
-                }
+                take_event(ch, &[&set.send_cq])?;
                 let mut k = 0;
                 loop {
                     let j = tx.reap(&set.send_cq, verb)?;
