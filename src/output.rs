@@ -52,7 +52,7 @@ fn posting_note(events: bool, api: PostApi, latency: bool) -> String {
         if latency {
             note.push_str("; --events: each wait polls the CQ once, then arms it and sleeps on a completion channel, so a sample includes the wake-up whenever its completion was not already there (event_wakeups counts the sleeps)");
         } else {
-            note.push_str("; --events: an issuer whose every window is full takes an event from its armed send CQ's completion channel (sleeping until one is raised), re-arms the CQ and polls it empty, as perftest's -e does (event_wakeups counts the events taken)");
+            note.push_str("; --events: an issuer whose every window is full takes an event from its armed send CQ's completion channel (sleeping until one is raised), re-arms the CQ and polls it empty, as perftest's -e does; echo's client and server do the same over their send and receive CQs (event_wakeups counts the events taken)");
         }
     }
     if api == PostApi::Ex {
