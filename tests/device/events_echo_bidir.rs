@@ -90,8 +90,8 @@ fn events_in_echo_throughput_loopback_and_through_serve() {
 
     // Through serve: the server process sleeps on its channel too (its
     // events are not recorded; its count of requests is).
-    let _server = start_server(18671);
-    let target = format!("{}:18671", ipv4());
+    let _server = start_server(18681);
+    let target = format!("{}:18681", ipv4());
     let mut args = echo.to_vec();
     args.extend_from_slice(&["-n", "400", "--connect", target.as_str()]);
     let (r, pkts, recvs) = counted_run("evecho2", &args);

@@ -294,7 +294,7 @@ fn cm_key_reaches_latency_and_throughput_specs() {
 #[test]
 fn events_and_post_api_keys_reach_the_spec_in_latency_and_throughput() {
     use crate::spec::PostApi;
-    let text = "name = \"e\"\n[defaults]\npost_api = \"ex\"\nevents = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\npost_api = \"classic\"\n[[series]]\nlabel = \"E\"\nverb = \"echo\"\n[[series]]\nlabel = \"ET\"\nverb = \"echo\"\nmetric = \"throughput\"\n";
+    let text = "name = \"e\"\n[defaults]\npost_api = \"ex\"\nevents = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\npost_api = \"classic\"\n[[series]]\nlabel = \"E\"\nverb = \"echo\"\n[[series]]\nlabel = \"ET\"\nverb = \"echo\"\nmetric = \"throughput\"\nreq = \"send\"\nresp = \"send\"\ntransport = \"ud\"\n";
     let e = parse("e.toml", text).unwrap();
     match &e.series[0].plan {
         Plan::Latency(s) => assert!(s.events && s.post_api == PostApi::Ex, "{s:?}"),
@@ -310,11 +310,16 @@ fn events_and_post_api_keys_reach_the_spec_in_latency_and_throughput() {
         Plan::Latency(s) => assert!(!s.events && s.post_api == PostApi::Ex, "{s:?}"),
         _ => panic!("E is a latency series"),
     }
-    // ...and echo throughput, which refuses it.
+    // Echo throughput takes it with SEND requests and responses...
     match &e.series[3].plan {
-        Plan::Tput(s, _) => assert!(!s.events && s.post_api == PostApi::Ex, "{s:?}"),
+        Plan::Tput(s, _) => assert!(s.events && s.post_api == PostApi::Ex, "{s:?}"),
         _ => panic!("ET is a throughput series"),
     }
+    // ...and refuses it where a WRITE carries either.
+    refused(
+        "name = \"e\"\n[[series]]\nverb = \"echo\"\nmetric = \"throughput\"\nevents = true\n",
+        &["--events needs --req send --resp send"],
+    );
     refused(
         "name = \"e\"\n[[series]]\nverb = \"write\"\npost_api = \"fast\"\n",
         &["x.toml:4", "post_api"],
