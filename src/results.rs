@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
 use crate::cpu_use::CpuUse;
-use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure};
+use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure, ToStop};
 use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 2;
@@ -386,7 +386,7 @@ pub struct TputRecord {
     /// `--interval` as asked (`null` without it).
     #[serde(default)]
     pub interval_s: Option<f64>,
-    /// `--forever`: the point ran until a signal ended it at an interval boundary.
+    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
     #[serde(default)]
     pub forever: bool,
     /// `--interval`: the window cut into intervals, in order; their ops sum
@@ -397,6 +397,13 @@ pub struct TputRecord {
     /// whole intervals so far (counts such as `sent` are not known yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<bool>,
+    /// `--forever`, once stopped: the window from its opening to the stop.
+    /// `ops`, `elapsed_s`, `mops` and `intervals` cover the whole intervals
+    /// kept; `device_counters` and `cpu_util` (read at the window's edges
+    /// only) cover this span, the dropped interval in progress included,
+    /// and `cpu_util`'s per-Mop figures divide by its `ops`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_stop: Option<ToStop>,
     /// `--rate`: the Mops the issuing process was offered in all (its QPs'
     /// token buckets together); absent when unlimited. `mops` is what it achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -636,7 +643,7 @@ pub struct LatencyRecord {
     /// `--interval` as asked (`null` without it).
     #[serde(default)]
     pub interval_s: Option<f64>,
-    /// `--forever`: the point ran until a signal ended it at an interval boundary.
+    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
     #[serde(default)]
     pub forever: bool,
     /// `--interval`: the measured iterations cut into intervals, each with
@@ -647,6 +654,13 @@ pub struct LatencyRecord {
     /// whole intervals so far (its percentiles are not known yet: 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<bool>,
+    /// `--forever`, once stopped: the window from its opening to the stop.
+    /// `iters`, `elapsed_s`, the percentiles and `intervals` cover the whole
+    /// intervals kept; `device_counters` and `cpu_util` (read at the
+    /// window's edges only) cover this span, the dropped interval in
+    /// progress included; `ops` counts its iterations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_stop: Option<ToStop>,
     /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
     /// what `compare` matches on; absent in an unloaded run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -717,6 +731,8 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "verify_failures",
     "interval_s",
     "forever",
+    "to_stop.window_s",
+    "to_stop.ops",
     "cpu_util.local_pct",
     "cpu_util.local_process_pct",
     "cpu_util.peer_pct",
@@ -774,6 +790,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "verify_failures",
     "interval_s",
     "forever",
+    "to_stop.window_s",
+    "to_stop.ops",
     "cpu_util.local_pct",
     "cpu_util.local_process_pct",
     "cpu_util.peer_pct",

@@ -345,6 +345,7 @@ impl Plan {
                         device_counters: None,
                         event_wakeups: None,
                         cpu: None,
+                        to_stop: None,
                     },
                     server_received: None,
                     samples: &samples,

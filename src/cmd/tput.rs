@@ -280,11 +280,18 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
-        cpu_util: CpuUtil::new(o.cpu_local, o.cpu_peer, Some(r.ops)),
+        // --forever: the CPU times cover the window up to the stop, and so
+        // do the ops they are divided by.
+        cpu_util: CpuUtil::new(
+            o.cpu_local,
+            o.cpu_peer,
+            Some(r.to_stop.map_or(r.ops, |t| t.ops)),
+        ),
         interval_s: spec.live.interval_s,
         forever: spec.live.forever,
         intervals: r.intervals.clone(),
         in_progress: None,
+        to_stop: r.to_stop,
         offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
         burst: spec.rate.map(|r| r.burst_for(p.postlist)),
@@ -316,5 +323,6 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         // refused with --bidirectional.
         cpu: client.cpu,
         intervals: Vec::new(),
+        to_stop: None,
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, ToStop};
 use crate::spec::{EchoVerb, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
@@ -280,6 +280,9 @@ fn echo_client_thread(
     let mut arrivals = ArrivalBuf::new();
     let mut base = vec![0u64; n];
     let mut at_end = vec![0u64; n];
+    // --forever: round trips per QP at the last published interval.
+    let mut kept = vec![0u64; n];
+    let mut to_stop = None;
     let patience = Patience::new(*clock, spec.timeout_s);
     let sq_room = s.req.qps[0].max_send_wr() as u64 - 1;
     let qpn = s.req.qps[0].qpn();
@@ -308,14 +311,31 @@ fn echo_client_thread(
         }
         let now = clock.now();
         if !stopping && win.interval_due(now) {
-            win.mark_interval(now, fl.done.iter().sum::<u64>() - base.iter().sum::<u64>());
+            let ops = fl.done.iter().sum::<u64>() - base.iter().sum::<u64>();
+            if win.mark_interval(now, ops) {
+                kept.copy_from_slice(&fl.done);
+            }
         }
         if !stopping && win.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;
-            at_end.copy_from_slice(&fl.done);
-            stopped_at = now;
             counters = win.close();
+            match win.kept() {
+                // --forever: the window kept ends at the last whole
+                // interval; the counters and CPU times cover it up to now.
+                Some((at, _)) => {
+                    to_stop = Some(ToStop {
+                        window_s: counters.window_s,
+                        ops: fl.done.iter().sum::<u64>() - base.iter().sum::<u64>(),
+                    });
+                    at_end.copy_from_slice(&kept);
+                    stopped_at = at;
+                }
+                None => {
+                    at_end.copy_from_slice(&fl.done);
+                    stopped_at = now;
+                }
+            }
         }
         if !stopping && window.iters.is_some() && tx.posted.iter().all(|&p| p >= limit) {
             stopping = true;
@@ -323,6 +343,7 @@ fn echo_client_thread(
         }
         if win.opens(now) {
             base.copy_from_slice(&fl.done);
+            kept.copy_from_slice(&fl.done);
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -416,5 +437,6 @@ fn echo_client_thread(
         fl.done.iter().sum(),
         tx.completions,
     )
-    .with_counters(counters))
+    .with_counters(counters)
+    .with_to_stop(to_stop))
 }

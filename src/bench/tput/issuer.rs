@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, ToStop};
 use crate::spec::AtomicOp;
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
@@ -120,6 +120,8 @@ fn issue_thread(
     let mut tx = SendTracker::new(n);
     let mut last_signaled = vec![0u64; n];
     let mut base = vec![0u64; n];
+    // --forever: what each QP had posted at the last published interval.
+    let mut kept = vec![0u64; n];
     let verb = wc_label(spec.verb, spec.op);
     // Each CAS finds the value the previous one on its QP left (WRs of one
     // QP execute in order), so the word really moves and its final value
@@ -157,10 +159,10 @@ fn issue_thread(
         }
         let now = clock.now();
         if win.interval_due(now) {
-            win.mark_interval(
-                now,
-                tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>(),
-            );
+            let ops = tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>();
+            if win.mark_interval(now, ops) {
+                kept.copy_from_slice(&tx.posted);
+            }
         }
         let done = match window.iters {
             None => match ctx.hold {
@@ -174,6 +176,7 @@ fn issue_thread(
         }
         if win.opens(now) {
             base.copy_from_slice(&tx.posted);
+            kept.copy_from_slice(&tx.posted);
             open = true;
             if let Some(pacers) = pacers.as_mut() {
                 for pacer in pacers.iter_mut() {
@@ -240,7 +243,19 @@ fn issue_thread(
     // (thousands of QPs hold many) are drained below, outside the window.
     // An --iters run's window ends when its last WR has completed.
     let counters = win.close();
-    let per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
+    let mut per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
+    let mut closed_at = closed_at;
+    // --forever: the window kept ends at the last whole interval; the
+    // counters and CPU times above cover it up to the stop.
+    let mut to_stop = None;
+    if let Some((at, _)) = win.kept() {
+        to_stop = Some(ToStop {
+            window_s: counters.window_s,
+            ops: per_qp.iter().sum(),
+        });
+        per_qp = kept.iter().zip(&base).map(|(k, b)| k - b).collect();
+        closed_at = at;
+    }
     // Make the last WR of every QP signaled, so everything posted retires.
     for (q, list) in lists.iter_mut().enumerate() {
         if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
@@ -264,6 +279,7 @@ fn issue_thread(
     let elapsed_s = clock.to_ns(closed_at.wrapping_sub(win.opened())) as f64 / 1e9;
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
-            .with_counters(counters),
+            .with_counters(counters)
+            .with_to_stop(to_stop),
     )
 }

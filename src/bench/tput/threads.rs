@@ -6,7 +6,7 @@ use std::sync::Barrier;
 use crate::affinity::{self, Side};
 use crate::cpu_use::CpuUse;
 use crate::error::{Error, Result};
-use crate::report::{CounterDeltas, DriverReport, ThreadFigure};
+use crate::report::{CounterDeltas, DriverReport, ThreadFigure, ToStop};
 
 use super::window::WindowEdges;
 
@@ -20,6 +20,7 @@ pub struct ThreadResult {
     completions: u64,
     counters: Option<CounterDeltas>,
     cpu: Option<CpuUse>,
+    to_stop: Option<ToStop>,
 }
 
 impl ThreadResult {
@@ -54,6 +55,7 @@ impl ThreadResult {
             completions,
             counters: None,
             cpu: None,
+            to_stop: None,
         }
     }
 
@@ -62,6 +64,13 @@ impl ThreadResult {
     pub fn with_counters(mut self, edges: WindowEdges) -> Self {
         self.counters = edges.counters;
         self.cpu = edges.cpu;
+        self
+    }
+
+    /// `--forever`: this thread's window up to the stop (its `ops` and
+    /// `elapsed_s` covering the kept intervals only).
+    pub fn with_to_stop(mut self, to_stop: Option<ToStop>) -> Self {
+        self.to_stop = to_stop;
         self
     }
 }
@@ -109,6 +118,11 @@ pub fn run_threads<S: Send>(
         }
         if r.cpu.is_some() {
             report.cpu = r.cpu;
+        }
+        // The first thread's span (its edges were read), every thread's ops.
+        if let Some(t) = r.to_stop {
+            let all = report.to_stop.get_or_insert(ToStop { ops: 0, ..t });
+            all.ops += t.ops;
         }
     }
     Ok(report)
