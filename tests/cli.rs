@@ -1434,8 +1434,9 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
         ),
         (&["write", "--rate", "1"], "--rate applies only with --tput"),
         (
-            &["echo", "--tput", "--rate", "1"],
-            "--rate: echo throughput",
+            // Echo is paced one request per token.
+            &["echo", "--tput", "--rate", "0.0000001", "-D", "1"],
+            "fewer than one refill of 1",
         ),
         (&["write", "--under-load", "0%"], "--under-load 0%"),
         (&["write", "--under-load", "101%"], "--under-load 101%"),

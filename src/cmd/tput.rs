@@ -294,7 +294,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         to_stop: r.to_stop,
         offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
-        burst: spec.rate.map(|r| r.burst_for(p.postlist)),
+        burst: spec.rate.map(|r| r.burst_for(spec.wrs_per_post(p))),
     }
 }
 

@@ -409,13 +409,18 @@ impl TputSpec {
         Ok(())
     }
 
+    /// WRs one post puts on an issuing QP at point `p`: its postlist, or
+    /// (echo) one request. A `--rate` refill is this many unless `--burst`.
+    pub fn wrs_per_post(&self, p: &TputPoint) -> u32 {
+        if self.direction == Direction::Echo {
+            1
+        } else {
+            p.postlist
+        }
+    }
+
     fn validate_rate(&self, r: &RateLimit) -> Result<()> {
         r.validate()?;
-        if self.direction == Direction::Echo {
-            return Err(Error::usage(
-                "--rate: echo throughput is not rate-limited (inbound and outbound are)",
-            ));
-        }
         for p in &self.points {
             // An --iters run ends when its WRs are done; only its refills must fit.
             let window_s = if self.iters.is_some() {
@@ -423,7 +428,7 @@ impl TputSpec {
             } else {
                 self.duration_s
             };
-            r.validate_point(p.window, p.postlist, p.total_qps(), window_s)?;
+            r.validate_point(p.window, self.wrs_per_post(p), p.total_qps(), window_s)?;
         }
         Ok(())
     }

@@ -19,6 +19,7 @@ use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::Patience;
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
+use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
 use super::window::PointCtx;
 
@@ -300,6 +301,9 @@ fn echo_client_thread(
     // every round trip that comes back; a timed run counts those completed
     // inside the window.
     let limit = window.iters.unwrap_or(u64::MAX);
+    // --rate: one token bucket per request QP, started now (the warm-up is
+    // paced too), as the inbound/outbound issuer's.
+    let mut pacers = QpPacers::for_thread(ctx, n, t0);
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
@@ -344,6 +348,9 @@ fn echo_client_thread(
         if win.opens(now) {
             base.copy_from_slice(&fl.done);
             kept.copy_from_slice(&fl.done);
+            if let Some(pacers) = pacers.as_mut() {
+                pacers.restart(now);
+            }
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -362,12 +369,20 @@ fn echo_client_thread(
             last_sweep = now;
         }
         let mut progress = false;
+        // Waiting for tokens is not a stalled server.
+        let mut pacing = false;
         if !stopping {
             for q in 0..n {
                 for k in 0..w {
                     let i = q * w + k;
                     if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
                         continue;
+                    }
+                    if let Some(pacers) = pacers.as_mut() {
+                        if !pacers.take(q, now, 1) {
+                            pacing = true;
+                            break;
+                        }
                     }
                     let at = s.req.offset(q) + layout.request(k) + last;
                     s.req.mr.write_u8(at, marker(fl.gen[i]));
@@ -419,6 +434,8 @@ fn echo_client_thread(
         if progress || k > 0 {
             last_progress = now;
             last_landing = now;
+        } else if pacing {
+            last_progress = now;
         } else if !stopping {
             // (A drain has its own bound: drain_limit.)
             patience.check_stall(last_progress, now, || {

@@ -3,7 +3,6 @@
 //! `signal_period` signaled.
 
 use std::sync::Barrier;
-use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
@@ -17,7 +16,7 @@ use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
 use super::super::wait::Patience;
 use super::completions::{SendTracker, WrId};
-use super::pace::Pacer;
+use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
 use super::window::PointCtx;
 
@@ -139,13 +138,7 @@ fn issue_thread(
     let mut win = ctx.thread_window(thread);
     let t0 = win.opened();
     // --rate: one token bucket per QP, started now (the warm-up is paced too).
-    let ticks_per_s = clock.ticks(Duration::from_secs(1)) as f64;
-    let mut pacers: Option<Vec<Pacer>> = spec.rate.map(|r| {
-        let (ops, burst) = (r.per_qp_ops(p.total_qps()), r.burst_for(p.postlist));
-        (0..n)
-            .map(|_| Pacer::new(ops, burst, p.window, ticks_per_s, t0))
-            .collect()
-    });
+    let mut pacers = QpPacers::for_thread(ctx, n, t0);
     // Under a hold, the window ends when the hold is released (the
     // duration is only the floor of a free-running window).
     let mut open = spec.warmup_s == 0.0 || window.iters.is_some();
@@ -179,9 +172,7 @@ fn issue_thread(
             kept.copy_from_slice(&tx.posted);
             open = true;
             if let Some(pacers) = pacers.as_mut() {
-                for pacer in pacers.iter_mut() {
-                    pacer.restart(now);
-                }
+                pacers.restart(now);
             }
             if let Some(h) = ctx.hold {
                 h.opened();
@@ -197,7 +188,7 @@ fn issue_thread(
                     break;
                 }
                 if let Some(pacers) = pacers.as_mut() {
-                    if !pacers[q].take(now, pl) {
+                    if !pacers.take(q, now, pl) {
                         // Waiting for tokens is not a stalled peer.
                         progress = true;
                         break;
