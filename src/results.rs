@@ -406,6 +406,8 @@ pub struct TputRecord {
     pub to_stop: Option<ToStop>,
     /// `--rate`: the Mops the issuing process was offered in all (its QPs'
     /// token buckets together); absent when unlimited. `mops` is what it achieved.
+    /// With `--bidirectional` each side is offered the rate, and this is
+    /// both sides together, as `mops` is (`directions` has each side's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_mops: Option<f64>,
     /// `--rate-per-qp`: the rate was asked per QP (absent: per process).
@@ -459,6 +461,10 @@ pub struct DirectionFigure {
     pub completions: u64,
     /// Atomics: operations the other side's words do not account for.
     pub verify_failures: Option<u64>,
+    /// `--rate`: the Mops this side's issuers were offered (each side is
+    /// offered the whole `--rate`); absent when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
 }
 
 /// CPU use over a point's measured window, this side's and the peer's.

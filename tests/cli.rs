@@ -48,8 +48,18 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--cm: not with --bidirectional",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "--rate", "0.1"],
-            "--rate: not with --bidirectional",
+            // -b: each side is offered the rate, and checked like one side.
+            &[
+                "write",
+                "--tput",
+                "outbound",
+                "-b",
+                "--rate",
+                "0.0000001",
+                "-D",
+                "1",
+            ],
+            "fewer than one refill",
         ),
         (
             &["echo", "--tput", "--bidirectional"],

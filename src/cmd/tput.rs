@@ -195,6 +195,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
                 received: got,
                 completions: r.completions,
                 verify_failures: vf,
+                offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
             };
         let back = received_by(&rev.received);
         let out = vec![
@@ -292,7 +293,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         intervals: r.intervals.clone(),
         in_progress: None,
         to_stop: r.to_stop,
-        offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
+        // --bidirectional: each side offers the rate; mops sums both sides.
+        offered_mops: spec
+            .rate
+            .map(|r| r.offered_mops(p.total_qps()) * if spec.bidirectional { 2.0 } else { 1.0 }),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
         burst: spec.rate.map(|r| r.burst_for(spec.wrs_per_post(p))),
     }

@@ -296,11 +296,6 @@ impl TputSpec {
                     "--cm: not with --bidirectional (its QPs are connected over the control channel)",
                 ));
             }
-            if self.rate.is_some() {
-                return Err(Error::usage(
-                    "--rate: not with --bidirectional (its offered rate would be one side's of two)",
-                ));
-            }
             if self.group > 1 {
                 return Err(Error::usage(format!(
                     "--group {}: --bidirectional runs one client against one serve",
