@@ -58,6 +58,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         transport: "rc".into(),
         size: 64,
         inline: true,
+        inline_size: None,
         imm: false,
         op: None,
         sge: 1,

@@ -121,7 +121,7 @@ pub struct DeviceArgs {
     /// CPUs for the measuring threads, e.g. 0,2-3 (default: the device's NUMA
     /// node when sysfs names one, else any; client and server threads apart).
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
-    pub cpu: Option<Vec<usize>>,
+    pub cpu: Option<std::vec::Vec<usize>>,
 }
 
 fn cpu_list(s: &str) -> Result<Vec<usize>, String> {
@@ -189,8 +189,9 @@ pub struct TestArgs {
     /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
     #[arg(long)]
     pub inline: bool,
-    /// Post inline the payloads of at most SIZE bytes (perftest's -I,
-    /// --inline_size); the sizes of one run must all be at most SIZE or all above it.
+    /// Post inline each payload of at most SIZE bytes, decided per size
+    /// (perftest's -I, --inline_size): `-s 16,256 -I 64` inlines 16 B, not 256 B.
+    /// A size it would inline above the device's max_inline is refused (both numbers).
     #[arg(
         short = 'I',
         long = "inline-size",
@@ -472,7 +473,6 @@ pub fn inapplicable_under_load(id: &str, verb: VerbKind) -> Option<&'static str>
     match id {
         "tput" => Some("the background is its own throughput run (drop --tput)"),
         "rate" | "rate_per_qp" => Some("the loads give the background process's rates"),
-        "connect" => Some("it runs in loopback only, probe and background on one device"),
         "group" | "req" | "resp" => Some("the background is one inbound issuer"),
         _ if inapplicable(id, verb, false).is_none() || inapplicable(id, verb, true).is_none() => {
             None

@@ -32,10 +32,12 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
     };
     format!(
         "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped{}",
-        match (spec.verb, spec.inline) {
-            (VerbKind::Echo, _) => "inline whenever the payload fits the QP's max_inline",
-            (_, true) => "inline",
-            (_, false) => "not inline",
+        match (spec.verb, spec.inline.limit()) {
+            (VerbKind::Echo, None) => "inline whenever the payload fits the QP's max_inline".into(),
+            (VerbKind::Echo, Some(n)) => format!(
+                "inline whenever the payload fits the QP's max_inline and is at most {n} B (-I {n}; see each row)"
+            ),
+            _ => spec.inline.describe(),
         },
         spec.transport.name().to_uppercase(),
         spec.warmup,
@@ -98,8 +100,15 @@ pub fn describe_tput(spec: &TputSpec, device: &str) -> String {
             spec.duration_s, spec.warmup_s
         ),
     };
+    let inline = match spec.inline.limit() {
+        // -I: which rows were inline differs by size; each such row says so.
+        Some(n) => format!(
+            "; payloads of at most {n} B posted inline (-I {n}), marked 'inline' after the row"
+        ),
+        None => String::new(),
+    };
     format!(
-        "{how}; {window}; on {device}{}",
+        "{how}; {window}; on {device}{inline}{}",
         posting_note(spec.events, spec.post_api, false)
     )
 }
@@ -356,6 +365,9 @@ impl Console {
             opt(r.received),
             opt(r.lost)
         );
+        if r.inline_size.is_some() && r.inline {
+            line.push_str("  inline");
+        }
         if let Some(dirs) = &r.directions {
             for d in dirs {
                 line.push_str(&format!("  {}-issued {:.4} Mops", d.issued_by, d.mops));

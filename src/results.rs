@@ -267,7 +267,12 @@ pub struct TputRecord {
     pub direction: String,
     pub transport: String,
     pub size: u32,
+    /// Whether this point's payloads were posted inline (decided per size).
     pub inline: bool,
+    /// `-I SIZE` as requested: payloads of at most SIZE bytes were inlined
+    /// (absent: no limit was asked; `inline` then says `--inline` or neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline_size: Option<u32>,
     pub imm: bool,
     pub op: Option<String>,
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
@@ -565,7 +570,12 @@ pub struct LatencyRecord {
     pub metric: String,
     pub transport: String,
     pub size: u32,
+    /// Whether this point's payloads were posted inline (decided per size).
     pub inline: bool,
+    /// `-I SIZE` as requested: payloads of at most SIZE bytes were inlined
+    /// (absent: no limit was asked; `inline` then says `--inline` or neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline_size: Option<u32>,
     pub imm: bool,
     pub op: Option<String>,
     /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
@@ -693,6 +703,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "transport",
     "size",
     "inline",
+    "inline_size",
     "imm",
     "op",
     "sge",
@@ -758,6 +769,7 @@ pub const CSV_COLUMNS: &[&str] = &[
     "transport",
     "size",
     "inline",
+    "inline_size",
     "imm",
     "op",
     "sge",

@@ -11,6 +11,9 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
     #[allow(clippy::type_complexity)]
     let cases: &[(&[&str], &str)] = &[
         (&["write", "--size", "0"], "--size"),
+        // A valid --cpu list is read into the arguments (it once panicked there).
+        (&["write", "--cpu", "0-1", "--size", "0"], "--size"),
+        (&["write", "--cpu", "0,x"], "--cpu"),
         (&["write", "--sge", "0"], "--sge 0"),
         (&["write", "--sge", "5", "-s", "4"], "--sge 5 --size 4"),
         (&["write", "--sge", "99999"], "--sge 99999"),
@@ -966,6 +969,10 @@ fn experiment_files_are_strictly_typed() {
         (s("verb = \"read\"\niters = \"--help\"\n"), ":4: key 'iters'"),
         (s("verb = \"read\"\nwarmup = \"--json=x\"\n"), ":4: key 'warmup'"),
         (s("verb = \"write\"\ninline = 1\n"), ":4: key 'inline'"),
+        (s("verb = \"write\"\ninline_size = true\n"), ":4: key 'inline_size'"),
+        (s("verb = \"read\"\ninline_size = 64\n"), ":4: key 'inline_size'"),
+        // inline_size over sizes on both sides of it passes; --sl 16 is what is refused.
+        (s("verb = \"write\"\nsize = [16, 1024]\ninline_size = 64\nsl = 16\n"), ":6: key 'sl'"),
         (s("verb = \"write\"\ntransport = 5\n"), ":4: key 'transport'"),
         (s("verb = \"atomic\"\nop = true\n"), ":4: key 'op'"),
         (s("verb = \"write\"\nlabel = 5\n"), ":4: key 'label'"),
@@ -1242,22 +1249,36 @@ fn perftest_aliases_reach_their_options() {
         &["atomic", "--op", "fadd", "-a"],
         &["--all applies only to"],
     );
-    // 8 MiB is the largest -a size: above max_inline on every NIC, so -a with
-    // --inline is refused against the device, but -a -I 64 straddles 64 here.
+    // -I SIZE decides per size, so a size list that straddles SIZE (-a's
+    // 2 B..8 MiB with -I 64, or 16,64,1024) passes the host's checks and is
+    // refused only by the next check (--sl 16); -I is parsed as a whole number.
+    for tail in [&["-a", "-I", "64"][..], &["-s", "16,64,1024", "-I", "64"]] {
+        for tput in [&[][..], &["--tput", "inbound"]] {
+            let args: Vec<&str> = [&["write"][..], tput, tail, &["--sl", "16"]].concat();
+            refused(&args, &["--sl 16"]);
+        }
+    }
     refused(
-        &["write", "-a", "-I", "64"],
-        &["--inline-size 64", "both at most 64 and above it"],
+        &["echo", "-s", "16,1024", "-I", "64", "--sl", "16"],
+        &["--sl 16"],
     );
-    // -I SIZE: inline where the payload is at most SIZE.
-    refused(
-        &["write", "-s", "32,128", "-I", "64"],
-        &["--inline-size 64"],
-    );
-    refused(
-        &["read", "-I", "64"],
-        &["--inline-size applies only to write, send and echo"],
-    );
+    // read and atomic carry no payload to inline: -I is refused like --inline
+    // (perftest ignores it there), in latency and throughput.
+    for verb in [&["read"][..], &["atomic", "--op", "fadd"]] {
+        for tput in [&[][..], &["--tput", "inbound"]] {
+            let args: Vec<&str> = [verb, tput, &["-I", "64"]].concat();
+            refused(
+                &args,
+                &["--inline-size applies only to write, send and echo"],
+            );
+        }
+    }
     refused(&["write", "-I", "-1"], &["--inline-size -1"]);
+    refused(
+        &["write", "-I", "2147483648"],
+        &["--inline-size 2147483648", "1073741824"],
+    );
+    refused(&["write", "-I", "1.5"], &["--inline-size"]);
     refused(&["write", "-I", "64", "--inline"], &["--inline"]);
     refused(&["write", "--inline_size", "x"], &["--inline-size"]);
     // -I below every size means not inline: --inline-size 1 with 2 B is allowed
@@ -1462,8 +1483,14 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
             "--rate does not apply to --under-load",
         ),
         (
-            &["write", "--under-load", "10%", "--connect", "h"],
-            "--connect does not apply to --under-load",
+            &[
+                "write",
+                "--under-load",
+                "10%",
+                "--connect",
+                "nonexistent.invalid",
+            ],
+            "--connect nonexistent.invalid: cannot resolve",
         ),
         (&["write", "--under-load", "10%", "-s", "2,4"], "one size"),
         (&["write", "--under-load", "10%", "-q", "1,2"], "one point"),

@@ -4,7 +4,7 @@
 //! measured loops ask these functions and never match on the verb themselves,
 //! so a new verb is one entry here plus its command-line name.
 
-use crate::spec::{AtomicOp, EchoVerb, PostApi, VerbKind};
+use crate::spec::{AtomicOp, EchoVerb, InlineRequest, PostApi, VerbKind};
 use crate::verbs::{Access, SendOp, SendOps, Transport};
 
 /// Whether this side issues the verb (client) or answers/serves it.
@@ -124,26 +124,39 @@ pub fn can_inline(verb: VerbKind) -> bool {
 
 /// Whether a run must know the device's inline limit: it asked for inline,
 /// or it is ECHO, which inlines whatever fits (as HERD's clients do).
-pub fn needs_inline_limit(verb: VerbKind, inline: bool) -> bool {
-    inline || verb == VerbKind::Echo
+pub fn needs_inline_limit(verb: VerbKind, inline: InlineRequest) -> bool {
+    inline.is_asked() || verb == VerbKind::Echo
 }
 
-/// Whether a side posts `size` bytes inline, given what its QP grants.
-pub fn posts_inline(verb: VerbKind, inline: bool, size: u32, qp_max_inline: u32) -> bool {
+/// Whether a side posts `size` bytes inline, given the most its QP may
+/// inline (granted, or before creating it the device's limit): the one
+/// per-size rule of every loop, decided once per point, outside the timed
+/// loop. WRITE and SEND inline what was asked (`--inline`, `-I SIZE`: the
+/// spec's device check refused what the QP cannot); ECHO inlines whatever
+/// fits, and with `-I SIZE` only up to SIZE.
+pub fn posts_inline(verb: VerbKind, inline: InlineRequest, size: u32, qp_max_inline: u32) -> bool {
     match verb {
         VerbKind::Read | VerbKind::Atomic => false,
-        VerbKind::Echo => size <= qp_max_inline,
-        VerbKind::Write | VerbKind::Send => inline,
+        VerbKind::Echo => {
+            size <= qp_max_inline && !matches!(inline, InlineRequest::UpTo(n) if size > n)
+        }
+        VerbKind::Write | VerbKind::Send => inline.wants(size),
     }
 }
 
-/// Inline room a QP must be created with for payloads up to `max_size`.
-pub fn inline_room(verb: VerbKind, inline: bool, max_size: u32, device_max_inline: u32) -> u32 {
-    match verb {
-        _ if inline => max_size,
-        VerbKind::Echo => max_size.min(device_max_inline),
-        _ => 0,
-    }
+/// Inline room a QP must be created with for the `sizes` it will post: the
+/// largest one it posts inline (0: none).
+pub fn inline_room(
+    verb: VerbKind,
+    inline: InlineRequest,
+    sizes: impl IntoIterator<Item = u32>,
+    device_max_inline: u32,
+) -> u32 {
+    sizes
+        .into_iter()
+        .filter(|&s| posts_inline(verb, inline, s, device_max_inline))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The compare and swap operands of the `k`-th CAS on one word that started
@@ -167,11 +180,15 @@ pub fn atomic_expected(k: u64) -> u64 {
 pub enum Fault {
     /// The atomic target word starts at 1<<63 instead of 0.
     AtomicWord,
+    /// Send WRs carry an lkey no MR has (`SendList::spoil_lkeys`): only
+    /// inline WRs still complete.
+    SendLkey,
 }
 
 pub fn test_fault(f: Fault) -> bool {
     let name = match f {
         Fault::AtomicWord => "atomic-word",
+        Fault::SendLkey => "send-lkey",
     };
     std::env::var("RDMA_BENCH_TEST_FAULT").is_ok_and(|v| v.split(',').any(|x| x == name))
 }
@@ -232,13 +249,35 @@ mod tests {
 
     #[test]
     fn only_payload_verbs_inline() {
-        assert!(!posts_inline(VerbKind::Read, true, 8, 512));
-        assert!(!posts_inline(VerbKind::Atomic, true, 8, 512));
-        assert!(posts_inline(VerbKind::Write, true, 64, 0));
-        assert!(posts_inline(VerbKind::Echo, false, 64, 64));
-        assert!(!posts_inline(VerbKind::Echo, false, 65, 64));
-        assert_eq!(inline_room(VerbKind::Echo, false, 4096, 512), 512);
-        assert_eq!(inline_room(VerbKind::Write, true, 256, 512), 256);
-        assert_eq!(inline_room(VerbKind::Write, false, 256, 512), 0);
+        use InlineRequest::{Always, Never};
+        assert!(!posts_inline(VerbKind::Read, Always, 8, 512));
+        assert!(!posts_inline(VerbKind::Atomic, Always, 8, 512));
+        assert!(posts_inline(VerbKind::Write, Always, 64, 0));
+        assert!(posts_inline(VerbKind::Echo, Never, 64, 64));
+        assert!(!posts_inline(VerbKind::Echo, Never, 65, 64));
+        assert_eq!(inline_room(VerbKind::Echo, Never, [64, 4096], 512), 64);
+        assert_eq!(inline_room(VerbKind::Echo, Never, [4096, 512], 512), 512);
+        assert_eq!(inline_room(VerbKind::Write, Always, [256], 512), 256);
+        assert_eq!(inline_room(VerbKind::Write, Never, [256], 512), 0);
+    }
+
+    #[test]
+    fn inline_size_decides_each_point() {
+        use InlineRequest::UpTo;
+        let sizes = [16u32, 64, 256];
+        for verb in [VerbKind::Write, VerbKind::Send] {
+            let each = sizes.map(|s| posts_inline(verb, UpTo(64), s, 512));
+            assert_eq!(each, [true, true, false], "{verb:?}");
+            assert_eq!(inline_room(verb, UpTo(64), sizes, 512), 64);
+            assert_eq!(inline_room(verb, UpTo(8), sizes, 512), 0);
+        }
+        // Echo: what fits the QP, and with -I only up to its size.
+        let each = sizes.map(|s| posts_inline(VerbKind::Echo, UpTo(64), s, 512));
+        assert_eq!(each, [true, true, false]);
+        let each = sizes.map(|s| posts_inline(VerbKind::Echo, UpTo(1024), s, 32));
+        assert_eq!(each, [true, false, false]);
+        assert_eq!(inline_room(VerbKind::Echo, UpTo(64), sizes, 512), 64);
+        // No payload to inline, whatever was asked.
+        assert!(!posts_inline(VerbKind::Read, UpTo(64), 16, 512));
     }
 }

@@ -53,7 +53,7 @@ pub struct Comparison {
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
 /// line up.
-pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets, --bidirectional, --srq";
+pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), -I SIZE as asked, --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets, --bidirectional, --srq";
 
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
@@ -161,6 +161,8 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
             ""
         }
     };
+    // -I SIZE as asked (files before it, and runs without it: no limit).
+    let inline_size = |n: Option<u32>| n.map(|n| format!(" inline_size {n}")).unwrap_or_default();
     // Only a non-default --sge joins the key, so files before it line up.
     let sge = |n: u32| {
         if n == 1 {
@@ -176,7 +178,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 l.verb,
                 l.metric,
                 l.transport,
-                inline(&l.verb, l.inline),
+                inline(&l.verb, l.inline).to_string() + &inline_size(l.inline_size),
                 if l.imm { " imm" } else { "" },
                 l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 sge(l.sge),
@@ -196,7 +198,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.verb,
                 t.direction,
                 t.transport,
-                inline(&t.verb, t.inline),
+                inline(&t.verb, t.inline).to_string() + &inline_size(t.inline_size),
                 if t.imm { " imm" } else { "" },
                 t.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
                 match (&t.req, &t.resp) {
@@ -619,6 +621,7 @@ mod tests {
                     transport: "rc".into(),
                     size,
                     inline: false,
+                    inline_size: None,
                     imm: false,
                     op: None,
                     sge: 1,
@@ -767,6 +770,31 @@ mod tests {
         let mut v = serde_json::to_value(&a.results[0]).unwrap();
         v.as_object_mut().unwrap().remove("events");
         v.as_object_mut().unwrap().remove("post_api");
+        let back: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(point_key(&back).0, old);
+    }
+
+    #[test]
+    fn inline_size_joins_the_key_as_asked_and_old_files_have_none() {
+        let (_, a) = doc("mlx5_0", 4123, &[(16, 1200.0)]);
+        let mut r = a.results[0].clone();
+        let old = point_key(&r).0;
+        assert!(!old.contains("inline"), "{old}");
+        if let Record::Latency(l) = &mut r {
+            l.inline = true;
+            l.inline_size = Some(64);
+        }
+        let new = point_key(&r).0;
+        assert!(new.contains(" inline inline_size 64 "), "{new}");
+        // --inline (no limit) and -I 64 at the same size are different runs.
+        if let Record::Latency(l) = &mut r {
+            l.inline_size = None;
+        }
+        assert_ne!(point_key(&r).0, new);
+        // A file from before -I has no inline_size: no limit.
+        let mut v = serde_json::to_value(&a.results[0]).unwrap();
+        assert!(v.get("inline_size").is_none(), "absent when not asked");
+        v.as_object_mut().unwrap().remove("inline_size");
         let back: Record = serde_json::from_value(v).unwrap();
         assert_eq!(point_key(&back).0, old);
     }

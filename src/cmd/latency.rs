@@ -39,7 +39,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
                 )))
             }
         },
-        inline: super::perftest::inline(a, &sizes)?,
+        inline: super::perftest::inline(a)?,
         imm: a.imm,
         op: a.op,
         sizes,
@@ -70,6 +70,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         transport: spec.transport.name().to_string(),
         size: p.size,
         inline: p.client.inline,
+        inline_size: spec.inline.limit(),
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,

@@ -5,7 +5,7 @@
 
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::spec::VerbKind;
+use crate::spec::{InlineRequest, VerbKind};
 
 /// perftest's `-a`: 2 B to 2^23 B.
 pub const ALL_SIZES_MAX: u32 = 1 << 23;
@@ -23,22 +23,27 @@ pub fn sizes(verb: VerbKind, a: &TestArgs, tput: bool) -> Result<Vec<u32>> {
     }
 }
 
-/// Whether the run posts inline: `--inline`, or `-I SIZE` (perftest inlines
-/// a payload when it is at most SIZE). One run inlines every size or none,
-/// so `-I` refuses a size list that straddles SIZE.
-pub fn inline(a: &TestArgs, sizes: &[u32]) -> Result<bool> {
+/// What the run asked to inline: `--inline` (every payload), `-I SIZE`
+/// (perftest's meaning: each payload of at most SIZE bytes, decided per
+/// size, so one sweep may inline its small sizes and not its large ones),
+/// or neither.
+pub fn inline(a: &TestArgs) -> Result<InlineRequest> {
     let Some(limit) = a.inline_size else {
-        return Ok(a.inline);
+        return Ok(if a.inline {
+            InlineRequest::Always
+        } else {
+            InlineRequest::Never
+        });
     };
-    crate::spec::check_range("--inline-size", limit, 0, i64::from(u32::MAX), "")?;
-    let fits = |s: &u32| i64::from(*s) <= limit;
-    match (sizes.iter().all(fits), sizes.iter().any(fits)) {
-        (true, _) => Ok(true),
-        (false, false) => Ok(false),
-        (false, true) => Err(Error::usage(format!(
-            "--inline-size {limit}: the sizes run both at most {limit} and above it; rdma-bench inlines a whole run or none of it, so run the sizes up to {limit} with -I {limit} and the rest without"
-        ))),
-    }
+    // No device inlines more than a payload can be (--size's own limit).
+    crate::spec::check_range(
+        "--inline-size",
+        limit,
+        0,
+        i64::from(crate::spec::MAX_SIZE),
+        "",
+    )?;
+    Ok(InlineRequest::UpTo(limit as u32))
 }
 
 /// What to say once above the table about perftest flags that change nothing.

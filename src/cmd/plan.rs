@@ -2,6 +2,7 @@
 //! validated from arguments, then executed in loopback or against `serve`,
 //! handing each measured point to the caller as a results record.
 
+use crate::bench::ops::posts_inline;
 use crate::bench::{run_client_live, run_tput_client_live, PointOutcome, Port, TputOutcome};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
@@ -111,9 +112,11 @@ impl Plan {
                 )));
             }
             // Its own rules for which options apply (the probe's and the background's).
-            return Ok(Plan::UnderLoad(super::under_load::spec_from_args(
-                verb, args, loads,
-            )?));
+            let spec = super::under_load::spec_from_args(verb, args, loads)?;
+            if let Some(target) = &args.connect {
+                super::setup::resolve(target)?;
+            }
+            return Ok(Plan::UnderLoad(spec));
         }
         let tput = args.tput.is_some();
         for id in &args.given {
@@ -294,12 +297,7 @@ impl Plan {
                     run_tput_client_live(spec, port, ctl, clock, on_interval, &mut on_point)
                 })
             }
-            Plan::UnderLoad(spec) => match connect {
-                Some(_) => Err(Error::usage(
-                    "--under-load runs in loopback only (not against serve)",
-                )),
-                None => spec.execute(port, clock, series, on_record),
-            },
+            Plan::UnderLoad(spec) => spec.execute(port, clock, connect, series, on_record),
         }
     }
 
@@ -340,7 +338,7 @@ impl Plan {
                         measured: ops,
                         warmup: spec.warmup,
                         verify_failures: 0,
-                        inline: spec.inline,
+                        inline: posts_inline(spec.verb, spec.inline, size, u32::MAX),
                         elapsed_ns: (elapsed_s * 1e9) as u64,
                         device_counters: None,
                         event_wakeups: None,
@@ -374,7 +372,7 @@ impl Plan {
                     received: Vec::new(),
                     group: Vec::new(),
                     verify_failures: None,
-                    inline: spec.inline,
+                    inline: posts_inline(spec.verb, spec.inline, point.size, u32::MAX),
                     peer: PeerInfo::default(),
                     reverse: None,
                     cpu_local: None,

@@ -131,7 +131,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
     let spec = TputSpec {
         verb,
         direction,
-        inline: super::perftest::inline(a, &sizes)?,
+        inline: super::perftest::inline(a)?,
         imm: a.imm,
         op: a.op,
         req: a.req,
@@ -216,6 +216,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         transport: p.transport.name().to_string(),
         size: p.size,
         inline: o.inline,
+        inline_size: spec.inline.limit(),
         imm: spec.imm,
         op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
         sge: spec.sge,

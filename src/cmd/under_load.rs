@@ -8,14 +8,19 @@
 //! beside it. A percentage load is of the saturated rate: what the
 //! background achieves without a limit beside the probe (the `max` point,
 //! measured first).
-//! Loopback only: probe and background share the one device.
+//! In loopback both sides of the background and of the probe run in this
+//! process on the one device; with `--connect` the background and the probe
+//! are two ordinary client sessions of `rdma-bench serve` (a throughput
+//! session whose window is held open, and a latency session), so the server
+//! needs nothing it does not already do for two clients at once.
 
 use std::time::{Duration, Instant};
 
-use crate::abort::aborted;
+use crate::abort::{abort_all, aborted};
 use crate::bench::{run_client, run_tput_client_held, LoadHold, Port, TputOutcome};
 use crate::cli::TestArgs;
 use crate::clock::Clock;
+use crate::connect::Control;
 use crate::error::{Error, Result};
 use crate::report::PeerInfo;
 use crate::results::{BackgroundLoad, LatencyRecord, Record};
@@ -123,21 +128,28 @@ impl UnderLoadSpec {
         (self.background.points[0].threads as usize + 1, 2)
     }
 
-    /// Runs every load; `on_record` sees each point as it is measured.
+    /// Runs every load, in loopback or against `serve` at `connect`;
+    /// `on_record` sees each point as it is measured.
     pub fn execute(
         &self,
         port: &Port,
         clock: &Clock,
+        connect: Option<&str>,
         series: Option<&str>,
         on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
     ) -> Result<()> {
+        let at = Peer {
+            port,
+            clock,
+            connect,
+        };
         // The saturated rate is what the unlimited background achieves
         // beside the probe (the `max` point, measured first): percentages
         // are of what the background can do while latency is measured.
         let mut at_max = None;
         let saturated = if self.needs_saturation() {
             let bg = self.loaded(None)?;
-            let point = self.point(&bg, port, clock)?;
+            let point = self.point(&bg, &at)?;
             let mops = point.0.report.mops;
             at_max = Some((bg, point));
             Some(mops)
@@ -150,12 +162,16 @@ impl UnderLoadSpec {
                 (_, kept) => {
                     at_max = kept;
                     let bg = self.loaded(load.offered_mops(saturated))?;
-                    let point = self.point(&bg, port, clock)?;
+                    let point = self.point(&bg, &at)?;
                     (bg, point)
                 }
             };
             let p = &bg.points[0];
             rec.series = series.map(str::to_string);
+            if connect.is_none() {
+                // The probe's server was this process: no peer CPU figures.
+                rec.cpu_util = rec.cpu_util.take().map(|c| c.without_peer());
+            }
             rec.load = Some(load.label());
             rec.offered_mops = bg.rate.map(|r| r.offered_mops(p.total_qps()));
             rec.achieved_mops = Some(bg_out.report.mops);
@@ -186,17 +202,23 @@ impl UnderLoadSpec {
     fn point(
         &self,
         bg: &TputSpec,
-        port: &Port,
-        clock: &Clock,
+        at: &Peer<'_>,
     ) -> Result<(TputOutcome, LatencyRecord, PeerInfo)> {
         let hold = LoadHold::default();
         let threads = bg.points[0].threads;
         std::thread::scope(|s| {
-            let bg_thread = s.spawn(|| background(bg, port, clock, Some(&hold)));
+            let bg_thread = s.spawn(|| {
+                let r = background(bg, at, Some(&hold));
+                if r.is_err() && at.connect.is_some() {
+                    // Stop the probe now (loopback's server thread does this itself).
+                    abort_all();
+                }
+                r
+            });
             // The probe's client pins past the issuers (this thread's pins only).
             crate::affinity::shift_pins(threads as usize);
             let probed = wait_open(&hold, threads, bg.timeout_s, || bg_thread.is_finished())
-                .and_then(|()| probe(&self.probe, port, clock));
+                .and_then(|()| probe(&self.probe, at));
             crate::affinity::shift_pins(0);
             hold.release();
             let loaded = bg_thread.join().unwrap_or(Err(Error::Interrupted));
@@ -235,15 +257,36 @@ fn wait_open(
     Ok(())
 }
 
-/// The background: one inbound throughput point in loopback.
-fn background(
-    bg: &TputSpec,
-    port: &Port,
-    clock: &Clock,
-    hold: Option<&LoadHold>,
-) -> Result<TputOutcome> {
+/// Where the background and the probe find their server.
+struct Peer<'a> {
+    port: &'a Port,
+    clock: &'a Clock,
+    /// `serve` at this address, or a server thread of this process.
+    connect: Option<&'a str>,
+}
+
+impl Peer<'_> {
+    /// Runs `client` over a control channel of its own to its server.
+    fn session(
+        &self,
+        timeout_s: f64,
+        client: impl FnOnce(&mut dyn Control) -> Result<()>,
+    ) -> Result<()> {
+        match self.connect {
+            Some(target) => {
+                let mut ctl = super::setup::connect_to(target, timeout_s)?;
+                client(&mut ctl)
+            }
+            None => super::loopback(self.port, self.clock, timeout_s, client),
+        }
+    }
+}
+
+/// The background: one inbound throughput point.
+fn background(bg: &TputSpec, at: &Peer<'_>, hold: Option<&LoadHold>) -> Result<TputOutcome> {
+    let (port, clock) = (at.port, at.clock);
     let mut out = None;
-    super::loopback(port, clock, bg.timeout_s, |ctl| {
+    at.session(bg.timeout_s, |ctl| {
         run_tput_client_held(bg, port, ctl, clock, hold, |o| {
             out = Some(o);
             Ok(())
@@ -252,10 +295,11 @@ fn background(
     out.ok_or(Error::Interrupted)
 }
 
-/// The probe: the verb's latency test, one size, in loopback.
-fn probe(spec: &LatencySpec, port: &Port, clock: &Clock) -> Result<(LatencyRecord, PeerInfo)> {
+/// The probe: the verb's latency test, one size.
+fn probe(spec: &LatencySpec, at: &Peer<'_>) -> Result<(LatencyRecord, PeerInfo)> {
+    let (port, clock) = (at.port, at.clock);
     let mut out = None;
-    super::loopback(port, clock, spec.timeout_s, |ctl| {
+    at.session(spec.timeout_s, |ctl| {
         run_client(spec, port, ctl, clock, |p| {
             out = Some((super::latency::record(spec, &p), p.peer.clone()));
             Ok(())

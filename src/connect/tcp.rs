@@ -185,7 +185,7 @@ mod tests {
                 verb: VerbKind::Atomic,
                 mode: LatencyMode::Completion,
                 transport: Transport::Rc,
-                inline: false,
+                inline: Default::default(),
                 imm: false,
                 op: Some(AtomicOp::Cas),
                 sizes: vec![8],

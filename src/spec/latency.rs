@@ -11,8 +11,9 @@ pub struct LatencySpec {
     pub verb: VerbKind,
     pub mode: LatencyMode,
     pub transport: Transport,
-    /// Post payloads with IBV_SEND_INLINE (WR-INLINE). Echo inlines whenever it fits.
-    pub inline: bool,
+    /// Which payloads to post with IBV_SEND_INLINE (`--inline`, `-I SIZE`),
+    /// decided per size. Echo inlines whenever it fits (up to `-I`'s SIZE).
+    pub inline: InlineRequest,
     /// SEND/WRITE with immediate.
     pub imm: bool,
     pub op: Option<AtomicOp>,
@@ -73,9 +74,10 @@ impl LatencySpec {
             }
             _ => {}
         }
-        if self.inline && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
+        if self.inline.is_asked() && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
             return Err(Error::usage(format!(
-                "--inline: {verb} carries no outbound payload to inline"
+                "{}: {verb} carries no outbound payload to inline",
+                self.inline.option()
             )));
         }
         if self.imm && !matches!(self.verb, VerbKind::Write | VerbKind::Send) {
@@ -110,7 +112,8 @@ impl LatencySpec {
             check_range("--size", s, 0, MAX_SIZE, "")?;
         }
         check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
-        check_post_api(self.post_api, self.inline, self.sge)?;
+        let inlines = self.inline.largest_inlined(self.sizes.iter().copied());
+        check_post_api(self.post_api, inlines.is_some(), self.sge)?;
         if self.events {
             check_latency_events(self.verb, self.mode)?;
         }
@@ -138,11 +141,10 @@ impl LatencySpec {
         check_device_sge(self.sge, device, max_sge)?;
         self.path.check_device(device, port, active_mtu)?;
         let (ud_mtu, ud_why) = self.path.ud_limit(device, active_mtu);
-        if self.inline && self.max_size() > max_inline {
-            return Err(Error::usage(format!(
-                "--inline --size {}: exceeds the max_inline of {device} ({max_inline})",
-                self.max_size()
-            )));
+        if let Some(s) = self.inline.largest_inlined(self.sizes.iter().copied()) {
+            if s > max_inline {
+                return Err(self.inline.exceeds_device(s, "", device, max_inline));
+            }
         }
         if self.transport == Transport::Ud && self.max_size() > ud_mtu {
             return Err(Error::usage(format!(
@@ -172,7 +174,7 @@ mod tests {
                 LatencyMode::PingPong
             },
             transport: Transport::Rc,
-            inline: false,
+            inline: InlineRequest::Never,
             imm: false,
             op: (verb == VerbKind::Atomic).then_some(AtomicOp::Fadd),
             sizes: vec![if verb == VerbKind::Atomic { 8 } else { 64 }],
@@ -220,8 +222,11 @@ mod tests {
         s.transport = Transport::Ud;
         refused(s, "--transport ud");
         let mut s = spec(VerbKind::Read);
-        s.inline = true;
+        s.inline = InlineRequest::Always;
         refused(s, "--inline");
+        let mut s = spec(VerbKind::Atomic);
+        s.inline = InlineRequest::UpTo(64);
+        refused(s, "--inline-size 64: atomic carries no outbound payload");
         let mut s = spec(VerbKind::Echo);
         s.imm = true;
         refused(s, "--imm");
@@ -253,12 +258,25 @@ mod tests {
         );
         assert_eq!(e.exit_code(), 2);
         let mut s = spec(VerbKind::Write);
-        s.inline = true;
+        s.inline = InlineRequest::Always;
         s.sizes = vec![1024];
         let e = s
             .validate_device("rxe0", 1, 512, 1024, true, 32)
             .unwrap_err();
         assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
+        // -I: only the sizes it inlines must fit; larger ones go uninlined.
+        s.inline = InlineRequest::UpTo(1024);
+        s.sizes = vec![16, 768, 4096];
+        let e = s
+            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("--inline-size 1024 --size 768:")
+                && e.to_string().contains("max_inline of rxe0 (512)"),
+            "{e}"
+        );
+        s.inline = InlineRequest::UpTo(512);
+        s.validate_device("rxe0", 1, 512, 1024, true, 32).unwrap();
         let mut s = spec(VerbKind::Write);
         s.sge = 33;
         let e = s

@@ -88,12 +88,14 @@ impl LatencyMode {
     }
 }
 
+mod inline;
 mod latency;
 mod memory;
 mod posting;
 mod rate;
 mod tput;
 
+pub use inline::InlineRequest;
 pub use latency::LatencySpec;
 pub use memory::{check_hugepages, parse_region, MemorySpec, Offsets};
 pub use posting::{check_latency_events, check_post_api, check_tput_events, PostApi};

@@ -129,7 +129,8 @@ impl TputPoint {
 pub struct TputSpec {
     pub verb: VerbKind,
     pub direction: Direction,
-    pub inline: bool,
+    /// Which payloads to post inline (`--inline`, `-I SIZE`), decided per point.
+    pub inline: InlineRequest,
     pub imm: bool,
     pub op: Option<AtomicOp>,
     /// Echo only: request and response verbs.
@@ -215,9 +216,10 @@ impl TputSpec {
                 "--tput: echo throughput takes no direction (`echo --tput`)",
             ));
         }
-        if self.inline && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
+        if self.inline.is_asked() && matches!(self.verb, VerbKind::Read | VerbKind::Atomic) {
             return Err(Error::usage(format!(
-                "--inline: {verb} carries no outbound payload to inline"
+                "{}: {verb} carries no outbound payload to inline",
+                self.inline.option()
             )));
         }
         if self.imm && self.verb != VerbKind::Send {
@@ -265,7 +267,8 @@ impl TputSpec {
             self.validate_rate(r)?;
         }
         check_sge(self.sge, self.verb, self.points.iter().map(|p| p.size))?;
-        check_post_api(self.post_api, self.inline, self.sge)?;
+        let inlines = self.points.iter().any(|p| self.inline.wants(p.size));
+        check_post_api(self.post_api, inlines, self.sge)?;
         if self.events {
             check_tput_events(self.direction)?;
         }
@@ -436,11 +439,9 @@ impl TputSpec {
         for p in &self.points {
             let name = &dev.name;
             let max_inline = dev.max_inline(p.transport);
-            if self.inline && p.size > max_inline {
-                return Err(Error::usage(format!(
-                    "--inline --size {} ({}): exceeds the max_inline of {name} ({max_inline})",
-                    p.size, p.transport
-                )));
+            if self.inline.wants(p.size) && p.size > max_inline {
+                let on = format!(" ({})", p.transport);
+                return Err(self.inline.exceeds_device(p.size, &on, name, max_inline));
             }
             if p.transport == Transport::Ud && p.size > ud_mtu {
                 return Err(Error::usage(format!("--size {} exceeds {ud_why}", p.size)));
@@ -540,7 +541,7 @@ mod tput_tests {
         TputSpec {
             verb,
             direction,
-            inline: false,
+            inline: InlineRequest::Never,
             imm: false,
             op: (verb == VerbKind::Atomic).then_some(AtomicOp::Fadd),
             req: EchoVerb::Write,
@@ -758,13 +759,21 @@ mod tput_tests {
             .to_string()
             .contains("max_qp of rxe0 (64)"));
         let mut s = spec(VerbKind::Write, Direction::Inbound);
-        s.inline = true;
+        s.inline = InlineRequest::Always;
         s.points[0].size = 1024;
         assert!(s
             .validate_device(&dev)
             .unwrap_err()
             .to_string()
             .contains("max_inline of rxe0 (512)"));
+        // -I inlines only the points up to its size: 1024 B above -I 512 runs.
+        s.inline = InlineRequest::UpTo(512);
+        s.validate_device(&dev).unwrap();
+        s.inline = InlineRequest::UpTo(2048);
+        assert_eq!(
+            s.validate_device(&dev).unwrap_err().to_string(),
+            "--inline-size 2048 --size 1024 (rc): a payload of at most 2048 B is inlined, and 1024 B exceeds the max_inline of rxe0 (512); use -I 512 or less"
+        );
         // -S 1 on 512 QPs: up to 65 536 signaled WRs in one thread's CQ.
         let big = DeviceLimits {
             max_qp: 1 << 20,

@@ -270,6 +270,17 @@ impl SendList {
         }
     }
 
+    /// Gives every SGE an lkey that names no memory region (setup time; a
+    /// fault the device tests inject). A WR the device gathers through its
+    /// lkey then completes with a local protection error, while an inline
+    /// WR, whose bytes the provider copies at post time, does not: a witness
+    /// of which WRs were posted inline that does not rely on our own flag.
+    pub fn spoil_lkeys(&mut self) {
+        for sge in self.sges.iter_mut() {
+            sge.lkey ^= 0x8000_0000;
+        }
+    }
+
     /// Addresses WR `i` to a UD peer (setup time).
     pub fn set_ud_dest(&mut self, i: usize, ah: &Arc<AddressHandle>, qpn: u32, qkey: u32) {
         self.held.add_ah(ah);

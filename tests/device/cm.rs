@@ -178,7 +178,7 @@ fn cm_hello() -> Message {
             verb: VerbKind::Write,
             mode: LatencyMode::PingPong,
             transport: Transport::Rc,
-            inline: false,
+            inline: Default::default(),
             imm: false,
             op: None,
             sizes: vec![64],

@@ -161,9 +161,12 @@ fn bidirectional_rate_paces_each_side() {
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
-fn under_load_points_rise_in_achieved_mops() {
+fn under_load_points_rise_in_mops_and_p99() {
     // 4 KiB WRITEs: on rxe the CPU is the NIC, and only messages this large
-    // make the background's work queue up in front of the probe's.
+    // make the background's work felt by the probe. A fixed iteration count
+    // gives every point the same 5000 samples (p99 is the 50th-largest), where
+    // a fixed duration gave a point measured while the shared host stalled
+    // the guest only a few hundred.
     let (doc, csv) = super::latency(
         "underload",
         &[
@@ -173,8 +176,8 @@ fn under_load_points_rise_in_achieved_mops() {
             "4096",
             "--under-load",
             "10%,50%,max",
-            "-D",
-            "1",
+            "-n",
+            PROBE_ITERS_S,
         ],
     );
     let pts: Vec<_> = doc.latency().collect();
@@ -188,13 +191,15 @@ fn under_load_points_rise_in_achieved_mops() {
         let bg = r.background.as_ref().expect("background recorded");
         let achieved = r.achieved_mops.unwrap();
         eprintln!(
-            "MEASURED: load {}: offered {:?} achieved {achieved:.6} Mops (saturated {sat:.6}); probe p50 {:.0} ns p99 {:.0} ns p99.9 {:.0} ns over {} samples; background {} ops in {:.3} s, probe {:.3} s",
+            "MEASURED: load {}: offered {:?} achieved {achieved:.6} Mops (saturated {sat:.6}); probe p50 {:.0} ns p90 {:.0} ns p99 {:.0} ns p99.9 {:.0} ns over {} samples, {:.2} % above 1 ms (the host stalling the guest); background {} ops in {:.3} s, probe {:.3} s",
             r.load.as_deref().unwrap(),
             r.offered_mops,
             r.stats.p50_ns,
+            r.stats.p90_ns,
             r.stats.p99_ns,
             r.stats.p999_ns,
             r.stats.samples,
+            share_above(r, 1e6) * 100.0,
             bg.ops,
             bg.elapsed_s,
             r.elapsed_s
@@ -202,7 +207,7 @@ fn under_load_points_rise_in_achieved_mops() {
         // The background's window spans the probe's measurement.
         assert!(bg.elapsed_s >= r.elapsed_s, "{bg:?} vs {}", r.elapsed_s);
         assert_eq!(bg.per_qp_ops.iter().sum::<u64>(), bg.ops);
-        assert!(r.stats.samples > 100, "{r:?}");
+        assert_eq!(r.stats.samples, PROBE_ITERS, "{r:?}");
         // The device carried the background's WRs (RC: request + ACK each, both on rxe0).
         let dc = bg
             .device_counters
@@ -223,6 +228,112 @@ fn under_load_points_rise_in_achieved_mops() {
         );
     }
     assert!(pts[2].offered_mops.is_none(), "max is unlimited");
+    let mops: Vec<f64> = pts.iter().map(|r| r.achieved_mops.unwrap()).collect();
+    assert!(
+        mops[0] < mops[1] && mops[1] < mops[2],
+        "achieved Mops rise with the load: {mops:?}"
+    );
+    // Issue 15's tail criterion. On rxe the probe feels the background only
+    // through the CPUs they share (rxe's NIC is the CPU that posts): on a
+    // quiet host p99 rises by about a quarter from 10 % to max; while other
+    // guests share the host, its stalls of this guest set every p99 and
+    // this can fail without anything being wrong (see the README).
+    assert!(
+        pts[2].stats.p99_ns >= pts[0].stats.p99_ns,
+        "probe p99 at max {} ns below p99 at 10 % {} ns",
+        pts[2].stats.p99_ns,
+        pts[0].stats.p99_ns
+    );
+}
+
+/// Probe iterations per under-load point.
+const PROBE_ITERS: u64 = 5000;
+const PROBE_ITERS_S: &str = "5000";
+
+/// The share of a record's samples above `ns`, from its histogram.
+fn share_above(r: &rdma_bench::results::LatencyRecord, ns: f64) -> f64 {
+    let h = &r.histogram;
+    let all: u64 = h.iter().map(|&(_, n)| n).sum();
+    let above: u64 = h.iter().filter(|&&(v, _)| v > ns).map(|&(_, n)| n).sum();
+    above as f64 / all.max(1) as f64
+}
+
+/// `--under-load --connect`: the background and the probe are two client
+/// sessions of `serve` (a held throughput session and a latency session);
+/// the device's packet count over the background's window is the witness
+/// that both carried what they counted.
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn under_load_through_serve() {
+    let _server = super::start_server(18761);
+    let target = format!("{}:18761", super::ipv4());
+    // 64 B RC WRITEs: one request and one ACK per WR, the probe's
+    // (completion latency) as the background's, all on rxe0.
+    let (doc, csv) = super::latency(
+        "underloadserve",
+        &[
+            "write",
+            "--completion",
+            "-s",
+            "64",
+            "--under-load",
+            "10%,50%,max",
+            "-n",
+            "2000",
+            "--connect",
+            &target,
+        ],
+    );
+    assert_eq!(doc.peer.mode, "tcp");
+    assert_eq!(doc.peer.address.as_deref(), Some(target.as_str()));
+    let pts: Vec<_> = doc.latency().collect();
+    assert_eq!(pts.len(), 3, "one record per load");
+    assert_eq!(csv.lines().count(), 4, "one CSV row per load");
+    let lifespan_s = super::counter_lifespan_ms() / 1e3;
+    for r in &pts {
+        let bg = r.background.as_ref().expect("background recorded");
+        let achieved = r.achieved_mops.unwrap();
+        // The probe's latency is recorded: every iteration, with its statistics.
+        assert_eq!(r.iters, 2000, "{r:?}");
+        let st = &r.stats;
+        assert_eq!(st.samples, 2000, "{r:?}");
+        assert!(st.min_ns > 0.0 && st.p50_ns >= st.min_ns && st.p99_ns >= st.p50_ns);
+        let cpu = r.cpu_util.as_ref().expect("cpu_util");
+        assert!(cpu.peer_pct.is_some(), "the server's CPU figures: {cpu:?}");
+        assert!(bg.elapsed_s >= r.elapsed_s, "{bg:?} vs {}", r.elapsed_s);
+        assert_eq!(bg.per_qp_ops.iter().sum::<u64>(), bg.ops);
+        super::assert_window_outlasts_counter_cache("under load through serve", bg.elapsed_s);
+        // The background's window spans the probe's every WR (warm-up
+        // included): two packets each, give or take the WRs in flight at
+        // the window's edges and what the counters' cache hides there.
+        let dc = bg
+            .device_counters
+            .as_ref()
+            .expect("background device counters");
+        let pkts = dc["sent_pkts"] as f64;
+        let counted = 2.0 * (bg.ops + r.sent) as f64;
+        let in_flight = 2.0 * f64::from(bg.window * bg.qps * bg.threads);
+        let cached = 2.0 * 2.0 * (achieved * 1e6 + r.sent as f64 / r.elapsed_s) * lifespan_s;
+        eprintln!(
+            "MEASURED: through serve, load {}: offered {:?} achieved {achieved:.6} Mops; probe p50 {:.0} ns p99 {:.0} ns over {} samples; background {} ops in {:.3} s; sent_pkts {pkts} vs 2 x (background {} + probe {}) = {counted} (slack {:.0})",
+            r.load.as_deref().unwrap(),
+            r.offered_mops,
+            r.stats.p50_ns,
+            r.stats.p99_ns,
+            r.stats.samples,
+            bg.ops,
+            bg.elapsed_s,
+            bg.ops,
+            r.sent,
+            in_flight + cached
+        );
+        assert!(
+            (pkts - counted).abs() <= in_flight + cached + 4.0,
+            "device sent {pkts} packets where 2 x (background {} + probe {}) = {counted} were counted",
+            bg.ops,
+            r.sent
+        );
+    }
     let mops: Vec<f64> = pts.iter().map(|r| r.achieved_mops.unwrap()).collect();
     assert!(
         mops[0] < mops[1] && mops[1] < mops[2],

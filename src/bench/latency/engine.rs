@@ -23,7 +23,9 @@ use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY
 
 use super::super::counters::DeviceCounters;
 use super::super::intervals::IntervalBoard;
-use super::super::ops::{atomic_expected, atomic_operands, posts_inline, send_op, wc_label};
+use super::super::ops::{
+    atomic_expected, atomic_operands, posts_inline, send_op, test_fault, wc_label, Fault,
+};
 use super::super::qpset::GRH_BYTES;
 use super::super::wait::{IdleWatch, Patience};
 use super::{server_part, ServerPart, Side, SIGNAL_EVERY};
@@ -93,6 +95,9 @@ fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) ->
         0,
         posts_inline(spec.verb, spec.inline, size, side.qp().max_inline()),
     );
+    if test_fault(Fault::SendLkey) {
+        wr.spoil_lkeys();
+    }
     wr
 }
 

@@ -54,7 +54,7 @@ fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
     Ok(inline_room(
         spec.verb,
         spec.inline,
-        spec.max_size(),
+        spec.sizes.iter().copied(),
         max_inline,
     ))
 }

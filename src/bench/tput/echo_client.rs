@@ -9,11 +9,11 @@ use std::time::Duration;
 use crate::abort::aborted;
 use crate::error::{Error, Result};
 use crate::report::{DriverReport, ToStop};
-use crate::spec::{EchoVerb, TputPoint, TputSpec};
+use crate::spec::{EchoVerb, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
 use super::super::latency::marker;
-use super::super::ops::{echo_ex_send_ops, echo_wc_label};
+use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::Patience;
@@ -50,7 +50,12 @@ impl EchoClientSet {
         if spec.resp == EchoVerb::Write {
             access.remote_write = true;
         }
-        let inline = p.size <= port.max_inline(p.transport)?;
+        let inline = posts_inline(
+            VerbKind::Echo,
+            spec.inline,
+            p.size,
+            port.max_inline(p.transport)?,
+        );
         let send_send = spec.req == EchoVerb::Send && spec.resp == EchoVerb::Send;
         let req = QpSet::new(
             port,

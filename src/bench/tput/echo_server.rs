@@ -6,11 +6,11 @@ use crate::abort::aborted;
 use crate::connect::Control;
 use crate::error::{Error, Result};
 use crate::report::DriverReport;
-use crate::spec::{EchoVerb, TputPoint, TputSpec};
+use crate::spec::{EchoVerb, InlineRequest, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
 use super::super::latency::marker;
-use super::super::ops::{echo_ex_send_ops, echo_wc_label};
+use super::super::ops::{echo_ex_send_ops, echo_wc_label, inline_room, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::IdleWatch;
@@ -43,6 +43,8 @@ pub struct EchoServerSet {
     qps: ServerQps,
     layout: EchoLayout,
     size: u32,
+    /// What the run asked about inline (`-I` caps what echo inlines).
+    inline: InlineRequest,
     /// Client QPs, over all of the client's threads.
     clients: usize,
     resp_verb: EchoVerb,
@@ -61,11 +63,8 @@ impl EchoServerSet {
         };
         let n = p.total_qps();
         let inline_on = |t: Transport| -> Result<u32> {
-            Ok(if p.size <= port.max_inline(t)? {
-                p.size
-            } else {
-                0
-            })
+            let device = port.max_inline(t)?;
+            Ok(inline_room(VerbKind::Echo, spec.inline, [p.size], device))
         };
         let conn = || -> Result<QpSet> {
             let mut access = Access::LOCAL;
@@ -128,6 +127,7 @@ impl EchoServerSet {
             qps,
             layout,
             size: p.size,
+            inline: spec.inline,
             clients: n as usize,
             resp_verb: spec.resp,
             signal_period: p.signal_period as u64,
@@ -159,6 +159,7 @@ impl EchoServerSet {
                 .ok_or_else(|| short(clients.len()))
         };
         let (w, size, layout) = (self.layout.window, self.size, self.layout);
+        let inline = self.inline;
         let mut responses = Vec::with_capacity(n * w);
         match &mut self.qps {
             ServerQps::WriteWrite { conn } => {
@@ -173,7 +174,8 @@ impl EchoServerSet {
                         };
                         let mut l = SendList::new(1);
                         l.set(0, op, &conn.mr, conn.offset(q) + layout.request(k), size);
-                        l.set_inline(0, size <= conn.qps[q].max_inline());
+                        let fits = conn.qps[q].max_inline();
+                        l.set_inline(0, posts_inline(VerbKind::Echo, inline, size, fits));
                         responses.push(l);
                     }
                 }
@@ -183,13 +185,13 @@ impl EchoServerSet {
                 let resp_eps = need(n..2 * n)?;
                 // The payload is the request's own slot.
                 let from = |q: usize, k: usize| (&conn.mr, conn.offset(q) + layout.request(k));
-                responses = ud_responses(ud, &resp_eps, w, size, from)?;
+                responses = ud_responses(ud, &resp_eps, w, (size, inline), from)?;
             }
             ServerQps::SendSend { ud } => {
                 let resp_eps = need(0..n)?;
                 let mr = ud.mr.clone();
                 // The request's bytes are in some receive slot; answer from a scratch slot.
-                responses = ud_responses(ud, &resp_eps, w, size, |_, _| (&mr, 0))?;
+                responses = ud_responses(ud, &resp_eps, w, (size, inline), |_, _| (&mr, 0))?;
                 let batch = RECV_BATCH as usize;
                 let list = RecvList::new(&ud.mr, 0, layout.slot as u32, batch, WrId::pack(0, 0));
                 let (mut ring, depth) = match &ud.srq {
@@ -208,18 +210,18 @@ impl EchoServerSet {
     }
 }
 
-/// SEND responses from the one UD QP to each client QP's response QP, the
-/// payload taken from `from(q, k)`.
+/// SEND responses of `size` bytes (inlined as `inline` allows) from the one
+/// UD QP to each client QP's response QP, the payload taken from `from(q, k)`.
 fn ud_responses<'m>(
     ud: &mut QpSet,
     clients: &[Endpoint],
     w: usize,
-    size: u32,
+    (size, inline): (u32, InlineRequest),
     from: impl Fn(usize, usize) -> (&'m std::sync::Arc<crate::verbs::MemoryRegion>, usize),
 ) -> Result<Vec<SendList>> {
     // UD needs no peer to reach RTS; the first client is a formality.
     ud.connect(&clients[..1])?;
-    let inline = size <= ud.qps[0].max_inline();
+    let inline = posts_inline(VerbKind::Echo, inline, size, ud.qps[0].max_inline());
     let mut out = Vec::with_capacity(clients.len() * w);
     for (q, client) in clients.iter().enumerate() {
         let ah = ud.address(client)?;

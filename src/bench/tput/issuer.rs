@@ -10,7 +10,7 @@ use crate::report::{DriverReport, ToStop};
 use crate::spec::AtomicOp;
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
-use super::super::ops::{atomic_operands, send_op, wc_label};
+use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_label, Fault};
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
@@ -60,6 +60,14 @@ impl IssuerSet {
                 RemoteSlots::new(spec.memory.offsets, r.addr, r.len, p.size, slots::seed(q))
             })
             .collect();
+        // Decided once per point: every WR of it is inlined or none is.
+        let inline = posts_inline(
+            spec.verb,
+            spec.inline,
+            p.size,
+            self.set.qps.first().map_or(0, |q| q.max_inline()),
+        );
+        let spoil = test_fault(Fault::SendLkey);
         self.lists = remotes
             .iter()
             .enumerate()
@@ -70,10 +78,13 @@ impl IssuerSet {
                     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
                     let mr = self.set.mr_of(q);
                     list.set_split(j, op, mr, self.set.offset(q), p.size, sge);
-                    list.set_inline(j, spec.inline);
+                    list.set_inline(j, inline);
                     if let Some(ah) = &self.set.ahs[q] {
                         list.set_ud_dest(j, ah, remote.qpn, UD_QKEY);
                     }
+                }
+                if spoil {
+                    list.spoil_lkeys();
                 }
                 list
             })

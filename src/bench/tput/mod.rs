@@ -33,7 +33,7 @@ use crate::error::Result;
 use crate::spec::{Direction, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, PortConfig, QueuePair};
 
-use super::ops::{access_for, ex_send_ops, Role};
+use super::ops::{access_for, ex_send_ops, inline_room, Role};
 use super::port::Port;
 use super::qpset::{short, slot_bytes, QpShape};
 use echo_client::EchoClientSet;
@@ -115,13 +115,16 @@ impl<E: EchoPart> PointSide<E> {
     /// Sizes this side of a point and creates its QPs.
     pub fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
         let issuers = || -> Result<Vec<IssuerSet>> {
+            // Issuers are never echo, so the device's limit is not needed:
+            // what they inline is what was asked, checked against it already.
+            let inline = inline_room(spec.verb, spec.inline, [p.size], 0);
             // An issuer exposes nothing: READ results and atomic replies land locally.
             let shape = QpShape {
                 transport: p.transport,
                 count: p.qps,
                 sq_depth: p.sq_depth(),
                 rq_depth: 1,
-                inline: if spec.inline { p.size } else { 0 },
+                inline,
                 sge: spec.sge,
                 region: slot_bytes(p.size),
                 access: Access::LOCAL,

@@ -15,7 +15,7 @@ use crate::verbs::Transport;
 use super::super::cm::{self, Listener};
 use super::super::group::Rendezvous;
 use super::super::intervals::{add_tail, watch, IntervalBoard};
-use super::super::ops::{atomic_mismatch, needs_inline_limit};
+use super::super::ops::{atomic_mismatch, needs_inline_limit, posts_inline};
 use super::super::port::Port;
 use super::bidir::run_bidir;
 use super::echo_client::run_echo_client;
@@ -39,7 +39,7 @@ pub struct TputOutcome {
     /// every one is); `None` for other verbs.
     pub verify_failures: Option<u64>,
     /// Whether the client's WRs were posted inline (echo: as the client's
-    /// request QPs decided; otherwise as asked).
+    /// request QPs decided; otherwise as asked for this point's size).
     pub inline: bool,
     /// The server's host and device, as its handshake said.
     pub peer: PeerInfo,
@@ -304,7 +304,8 @@ fn run_tput_client_with(
         let verify_failures = atomic_mismatch(&counted.words, &report.per_qp_sent);
         let inline = match &side {
             PointSide::Echo(sets) => sets.iter().all(|s| s.posts_inline()),
-            _ => spec.inline,
+            // Issuers (the server's, outbound) decide by the same rule.
+            _ => posts_inline(spec.verb, spec.inline, p.size, 0),
         };
         drop(side);
         on_point(TputOutcome {

@@ -23,6 +23,7 @@ const OPTION_KEYS: &[&str] = &[
     "duration",
     "warmup",
     "inline",
+    "inline_size",
     "transport",
     "imm",
     "op",
@@ -267,9 +268,8 @@ fn expect(key: &str) -> Expect {
         "size" | "signal_period" | "qps" | "postlist" | "window" | "threads" | "region" => {
             Expect::Sweep
         }
-        "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" | "burst" => {
-            Expect::Count
-        }
+        "iters" | "warmup" | "group" | "sge" | "tclass" | "sl" | "flow_label" | "mtu" | "burst"
+        | "inline_size" => Expect::Count,
         "duration" | "timeout" | "warmup_time" | "interval" => Expect::Seconds,
         "rate" => Expect::Number,
         "inline" | "imm" | "completion" | "rate_per_qp" | "cm" | "events" | "forever"
