@@ -77,8 +77,8 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--srq: the echo server receives only SEND requests",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "--interval", "0.5"],
-            "--interval/--forever: not with --bidirectional",
+            &["write", "--tput", "outbound", "-b", "--forever", "-D", "1"],
+            "--forever runs until Ctrl-C/SIGTERM",
         ),
         (
             &["write", "--tput", "outbound", "-b", "--post-api", "ex"],

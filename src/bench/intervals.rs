@@ -126,6 +126,14 @@ impl IntervalBoard {
         }
     }
 
+    /// `--forever`: ends the point as a signal would (`--bidirectional`:
+    /// the peer's issuers have stopped). Nothing otherwise.
+    pub fn end_forever(&self) {
+        if self.forever {
+            self.stop();
+        }
+    }
+
     /// Ends a `--forever` point: every thread's next `due` is true.
     fn stop(&self) {
         if self.stopping.swap(true, Ordering::SeqCst) {

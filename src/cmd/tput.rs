@@ -4,7 +4,7 @@
 use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, IntervalFigure};
 use crate::results::{CpuUtil, DirectionFigure, TputRecord};
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
@@ -324,10 +324,39 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         responses: 0,
         completions: client.completions + server.completions,
         device_counters: client.device_counters.clone(),
-        // This process's CPU (the peer's is recorded apart); --interval is
-        // refused with --bidirectional.
+        // This process's CPU (the peer's is recorded apart).
         cpu: client.cpu,
-        intervals: Vec::new(),
-        to_stop: None,
+        intervals: sum_intervals(&client.intervals, &server.intervals),
+        // --forever: the client's window to the stop (its device counters),
+        // both sides' ops up to their stops.
+        to_stop: client.to_stop.map(|c| crate::report::ToStop {
+            ops: c.ops + server.to_stop.map_or(server.ops, |s| s.ops),
+            ..c
+        }),
     }
+}
+
+/// `--interval` with `--bidirectional`: both sides' intervals summed index
+/// by index (each side cut its own window; the lengths are the client's), so
+/// they add up to both directions' ops. An index only one side reached (the
+/// last piece of a window) is that side's alone, placed after the others.
+fn sum_intervals(client: &[IntervalFigure], server: &[IntervalFigure]) -> Vec<IntervalFigure> {
+    let n = client.len().max(server.len());
+    let mut start_s = 0.0;
+    (0..n)
+        .filter_map(|i| {
+            let mut f = match (client.get(i), server.get(i)) {
+                (Some(c), Some(s)) => IntervalFigure {
+                    ops: c.ops + s.ops,
+                    mops: c.mops + s.mops,
+                    ..c.clone()
+                },
+                (Some(one), None) | (None, Some(one)) => one.clone(),
+                (None, None) => return None,
+            };
+            f.start_s = start_s;
+            start_s += f.elapsed_s;
+            Some(f)
+        })
+        .collect()
 }

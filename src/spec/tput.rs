@@ -194,7 +194,7 @@ impl TputSpec {
             return Err(Error::usage("no points to measure"));
         }
         self.live.validate(self.points.len())?;
-        if self.live.forever && self.direction == Direction::Outbound {
+        if self.live.forever && self.direction == Direction::Outbound && !self.bidirectional {
             return Err(Error::usage(
                 "--forever: outbound points are driven by the server, which cannot report live to this client; use inbound or echo",
             ));
@@ -304,11 +304,6 @@ impl TputSpec {
                     "--group {}: --bidirectional runs one client against one serve",
                     self.group
                 )));
-            }
-            if self.live.interval_s.is_some() || self.live.forever {
-                return Err(Error::usage(
-                    "--interval/--forever: not with --bidirectional (its two directions are counted only at the end of the window)",
-                ));
             }
             if self.post_api == PostApi::Ex {
                 return Err(Error::usage(

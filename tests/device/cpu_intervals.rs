@@ -430,3 +430,86 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
         "every iteration sent is counted"
     );
 }
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn bidirectional_intervals_and_forever_sum_both_directions() {
+    // UC WRITE both ways; each side cuts its own window into intervals and
+    // the server's travel in its Stop report.
+    let b = [
+        "write",
+        "--tput",
+        "outbound",
+        "-b",
+        "-c",
+        "uc",
+        "--interval",
+        "0.25",
+    ];
+    let mut args = b.to_vec();
+    args.extend_from_slice(&["-D", "1"]);
+    let (doc, _) = latency("iv_bidir", &args);
+    let r = doc.throughput().next().unwrap();
+    let dirs = r.directions.as_ref().expect("two directions");
+    assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
+    check_intervals(&r.intervals, r.ops, r.elapsed_s, 0.25, "-b intervals");
+    assert_eq!(
+        r.intervals.iter().map(|f| f.ops).sum::<u64>(),
+        dirs.iter().map(|d| d.ops).sum::<u64>()
+    );
+
+    // --forever -b: SIGINT stops the client's issuers, whose Stop stops the
+    // server's; each keeps its whole intervals.
+    let (status, doc, took) = forever("forever_bidir", &b, 2, Duration::from_millis(120), "-INT");
+    assert_eq!(status.code(), Some(0));
+    let r = doc.throughput().next().unwrap();
+    assert!(r.forever && r.in_progress.is_none(), "{r:?}");
+    let dirs = r.directions.as_ref().expect("two directions");
+    assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
+    assert!(r.intervals.len() >= 2, "{:?}", r.intervals);
+    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+    assert_eq!(dirs.iter().map(|d| d.ops).sum::<u64>(), r.ops);
+    let stop = r.to_stop.expect("to_stop");
+    assert!(stop.ops > r.ops, "the dropped intervals had ops: {stop:?}");
+    eprintln!(
+        "MEASURED: forever -b: {} intervals, {} ops kept ({:?} per direction), {} to the stop; exited {:.3} s after the signal",
+        r.intervals.len(),
+        r.ops,
+        dirs.iter().map(|d| d.ops).collect::<Vec<_>>(),
+        stop.ops,
+        took.as_secs_f64()
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+
+    // Through serve, which never sees the signal: the client's Stop ends
+    // the server's issuers (a passive WRITE target polls for it while its
+    // issuers run; a SEND sink when the client's SENDs stop coming).
+    let _server = start_server(18656);
+    let target = format!("{}:18656", ipv4());
+    for verb in ["write", "send"] {
+        let mut args = b.to_vec();
+        args[0] = verb;
+        args.extend_from_slice(&["--connect", &target]);
+        let (status, doc, took) = forever(
+            &format!("forever_bidir_srv_{verb}"),
+            &args,
+            2,
+            Duration::from_millis(120),
+            "-INT",
+        );
+        assert_eq!(status.code(), Some(0), "{verb}");
+        let r = doc.throughput().next().unwrap();
+        let dirs = r.directions.as_ref().expect("two directions");
+        assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
+        assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+        assert_eq!(dirs.iter().map(|d| d.ops).sum::<u64>(), r.ops);
+        eprintln!(
+            "MEASURED: forever -b {verb} through serve: {} intervals, {:?} ops per direction, received {:?}; exited {:.3} s after the signal",
+            r.intervals.len(),
+            dirs.iter().map(|d| d.ops).collect::<Vec<_>>(),
+            dirs.iter().map(|d| d.received).collect::<Vec<_>>(),
+            took.as_secs_f64()
+        );
+        assert!(took < Duration::from_secs(2), "{verb}: {took:?}");
+    }
+}

@@ -6,8 +6,9 @@ use std::sync::Barrier;
 use crate::affinity::{self, Side};
 use crate::cpu_use::CpuUse;
 use crate::error::{Error, Result};
-use crate::report::{CounterDeltas, DriverReport, ThreadFigure, ToStop};
+use crate::report::{CounterDeltas, DriverReport, IntervalFigure, ThreadFigure, ToStop};
 
+use super::super::intervals::{add_tail, watch, IntervalBoard};
 use super::window::WindowEdges;
 
 /// What one driving thread hands back.
@@ -124,6 +125,23 @@ pub fn run_threads<S: Send>(
             let all = report.to_stop.get_or_insert(ToStop { ops: 0, ..t });
             all.ops += t.ops;
         }
+    }
+    Ok(report)
+}
+
+/// Runs a driving side's threads while its intervals go to `on_interval` as
+/// they end; returns its report with every interval (the last piece of a
+/// finite window included).
+pub fn drive(
+    board: Option<&IntervalBoard>,
+    on_interval: &(dyn Fn(&IntervalFigure) + Sync),
+    work: impl FnOnce() -> Result<DriverReport>,
+) -> Result<DriverReport> {
+    let (report, intervals) = watch(board, on_interval, work);
+    let mut report = report?;
+    report.intervals = intervals;
+    if let Some(tail) = add_tail(&mut report.intervals, report.ops, report.elapsed_s) {
+        on_interval(tail);
     }
     Ok(report)
 }
