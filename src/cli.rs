@@ -221,8 +221,8 @@ pub struct TestArgs {
     )]
     pub sge: u32,
     /// Sleep on a completion channel instead of busy polling (latency then
-    /// includes the wake-up); latency only: send ping-pong, --completion,
-    /// read, atomic.
+    /// includes the wake-up): send ping-pong, --completion, read, atomic, and
+    /// inbound/outbound --tput issuers.
     #[arg(short = 'e', long)]
     pub events: bool,
     /// Post with ibv_post_send (classic) or ibv_wr_* on an extended QP (ex).
@@ -459,7 +459,10 @@ pub fn inapplicable(id: &str, verb: VerbKind, tput: bool) -> Option<&'static str
         }
         "all" if verb == Atomic => Some("to read, write, send and echo (atomics are 8 bytes)"),
         "sge" if matches!(verb, Echo | Atomic) => Some("to write, send and read"),
-        "events" if tput || verb == Echo => {
+        "events" if verb == Echo && tput => Some(
+            "to inbound and outbound --tput (echo's client and server each poll a send CQ and a receive CQ in one loop: there is no one CQ to sleep on)",
+        ),
+        "events" if verb == Echo => {
             Some("to latency runs of write --completion, send, read and atomic")
         }
         "mr_per_qp" | "region" | "offsets" if !tput => Some("with --tput"),

@@ -49,9 +49,10 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
 fn posting_note(events: bool, api: PostApi, latency: bool) -> String {
     let mut note = String::new();
     if events {
-        // Throughput refuses --events (spec::check_tput_events).
         if latency {
             note.push_str("; --events: each wait polls the CQ once, then arms it and sleeps on a completion channel, so a sample includes the wake-up whenever its completion was not already there (event_wakeups counts the sleeps)");
+        } else {
+            note.push_str("; --events: an issuer whose every window is full takes an event from its armed send CQ's completion channel (sleeping until one is raised), re-arms the CQ and polls it empty, as perftest's -e does (event_wakeups counts the events taken)");
         }
     }
     if api == PostApi::Ex {

@@ -71,6 +71,11 @@ pub struct DriverReport {
     /// `cpu` cover; `ops` and `elapsed_s` cover the kept intervals only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_stop: Option<ToStop>,
+    /// `--events`: completion-channel events the issuing threads took inside
+    /// their windows (each one a sleep or an event already pending);
+    /// `None` without events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_wakeups: Option<u64>,
 }
 
 /// `--forever`: what a stopped point's window did from its opening to the

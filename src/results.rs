@@ -286,8 +286,9 @@ pub struct TputRecord {
     /// files before `--post-api`: classic.
     #[serde(default)]
     pub post_api: crate::spec::PostApi,
-    /// Always absent: throughput refuses `--events` (kept for symmetry with
-    /// latency records, whose CSV columns match).
+    /// `--events`: completion-channel events the issuing threads took over
+    /// the measured window (a witness that they slept on the channel rather
+    /// than spinning); absent without events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_wakeups: Option<u64>,
     /// Echo only: request and response verbs.

@@ -8,6 +8,8 @@ mod common;
 // Device tests grouped by topic live in tests/device/<topic>.rs, one line each
 // below; they reach this file's helpers (device(), latency(), ...) as `super::`.
 // (topic modules: keep this list sorted)
+#[path = "device/bidir_combos.rs"]
+mod bidir_combos;
 #[path = "device/bidir_srq.rs"]
 mod bidir_srq;
 #[path = "device/cm.rs"]
@@ -16,6 +18,8 @@ mod cm;
 mod cpu_intervals;
 #[path = "device/events_post_api.rs"]
 mod events_post_api;
+#[path = "device/events_tput_serve.rs"]
+mod events_tput_serve;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
 #[path = "device/package.rs"]
@@ -276,6 +280,12 @@ impl Drop for Server {
 }
 
 fn start_server(port: u16) -> Server {
+    start_server_with(port, &[])
+}
+
+/// `serve` on the device's address and `port`, with `extra` options (such as
+/// `--cm-port`), once it listens; killed when the guard drops.
+fn start_server_with(port: u16, extra: &[&str]) -> Server {
     let child = Command::new(bin())
         .args([
             "serve",
@@ -286,6 +296,7 @@ fn start_server(port: u16) -> Server {
             "--port",
             &port.to_string(),
         ])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()

@@ -222,7 +222,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         sge: spec.sge,
         events: spec.events,
         post_api: spec.post_api,
-        event_wakeups: None,
+        event_wakeups: r.event_wakeups,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
         tclass: spec.path.tclass,
@@ -333,6 +333,9 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
             ops: c.ops + server.to_stop.map_or(server.ops, |s| s.ops),
             ..c
         }),
+        event_wakeups: client
+            .event_wakeups
+            .map(|c| c + server.event_wakeups.unwrap_or(0)),
     }
 }
 

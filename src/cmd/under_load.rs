@@ -68,7 +68,8 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs, text: &str) -> Result<UnderL
     b.duration = Some(SATURATION_WINDOW_S);
     b.rate = None;
     b.burst = None;
-    // --events is the probe's: throughput issuers do not sleep (spec::check_tput_events).
+    // --events is the probe's: the background issuers busy-poll, so the load
+    // they offer is the same with and without it.
     b.events = false;
     b.imm = a.imm && verb == VerbKind::Send;
     let bg_verb = if verb == VerbKind::Echo {

@@ -99,12 +99,36 @@ impl TputPoint {
         self.qps * self.threads
     }
 
-    /// Receives one side's shared receive queue holds (`--srq`): every
+    /// Receives one side's shared receive queue must hold (`--srq`): every
     /// receiving QP's window at once, plus two reposting batches of slack,
-    /// at least perftest's 512, in whole batches of 32.
+    /// at least perftest's 512, in whole batches of 32. Below this the
+    /// senders would certainly run it dry; above the device's max_srq_wr
+    /// the run is refused.
     pub fn srq_depth(&self) -> u64 {
         let need = u64::from(self.total_qps()) * u64::from(self.window) + 64;
         need.max(512).div_ceil(32) * 32
+    }
+
+    /// Receive-queue depth of a SEND sink QP: room for two full windows
+    /// plus a batch being reposted, and at least perftest's 512, so a sender
+    /// is not slowed by RNR NAKs while the sink thread catches up; whole
+    /// batches of 32.
+    pub fn sink_rq_depth(&self) -> u32 {
+        (2 * self.window + 32).max(512).div_ceil(32) * 32
+    }
+
+    /// The receives a SEND sink's shared receive queue is given: as many as
+    /// the receive queues it replaces would hold (`sink_rq_depth` per QP),
+    /// as far as the device's `max_srq_wr` allows, never fewer than
+    /// `srq_depth`. A sender's window reopens when its receive is consumed,
+    /// not when the sink thread has polled and reposted it, so whatever the
+    /// queue holds beyond the windows is how far the sink may fall behind
+    /// before senders take RNR NAKs; with only `srq_depth` (two batches of
+    /// slack) a sink starting or scheduled a few ms late ran it dry.
+    pub fn sink_srq_depth(&self, max_srq_wr: u32) -> u64 {
+        let own = u64::from(self.total_qps()) * u64::from(self.sink_rq_depth());
+        own.min(u64::from(max_srq_wr) / 32 * 32)
+            .max(self.srq_depth())
     }
 
     /// Knob values that are fine alone but not together (a sweep skips these points).
@@ -270,7 +294,7 @@ impl TputSpec {
         let inlines = self.points.iter().any(|p| self.inline.wants(p.size));
         check_post_api(self.post_api, inlines, self.sge)?;
         if self.events {
-            check_tput_events(self.direction)?;
+            check_tput_events(self.direction, self.bidirectional)?;
         }
         self.memory
             .validate_tput(self.verb, self.direction, self.max_size())?;
@@ -294,31 +318,11 @@ impl TputSpec {
                 }
                 Direction::Outbound => {}
             }
-            if self.path.connection == Connection::Cm {
-                return Err(Error::usage(
-                    "--cm: not with --bidirectional (its QPs are connected over the control channel)",
-                ));
-            }
             if self.group > 1 {
                 return Err(Error::usage(format!(
                     "--group {}: --bidirectional runs one client against one serve",
                     self.group
                 )));
-            }
-            if self.post_api == PostApi::Ex {
-                return Err(Error::usage(
-                    "--post-api ex: not with --bidirectional (untested together; use --post-api classic)",
-                ));
-            }
-            if self.memory.mr_per_qp {
-                return Err(Error::usage(
-                    "--mr-per-qp: not with --bidirectional (a side's issuers and targets share one registration per set)",
-                ));
-            }
-            if self.memory.region.is_some() || self.memory.offsets != Offsets::Fixed {
-                return Err(Error::usage(
-                    "--region/--offsets: not with --bidirectional (each side's issuers target one slot per QP)",
-                ));
             }
         }
         if self.srq {
@@ -332,11 +336,6 @@ impl TputSpec {
                 } else {
                     format!("--srq: {verb} posts no receives (only send has a receiver)")
                 }));
-            }
-            if self.direction == Direction::Echo && self.post_api == PostApi::Ex {
-                return Err(Error::usage(
-                    "--srq: not with echo --post-api ex (an extended request QP on an SRQ is untested; use --post-api classic)",
-                ));
             }
             if self.memory.mr_per_qp {
                 return Err(Error::usage(
@@ -650,7 +649,16 @@ mod tput_tests {
         s.srq = true;
         assert_eq!(s.points[0].srq_depth(), 512);
         s.validate_device(&dev).unwrap();
+        // A sink's SRQ holds what its QPs' own queues would (512 each) as
+        // far as the device allows, and never less than the windows need.
+        assert_eq!(s.points[0].sink_srq_depth(4096), 512);
+        s.points[0].qps = 4;
+        assert_eq!(s.points[0].sink_srq_depth(4096), 2048);
+        s.points[0].qps = 16;
+        assert_eq!(s.points[0].sink_srq_depth(4100), 4096);
+        s.validate_device(&dev).unwrap();
         s.points[0].qps = 64; // 64 x 64 + 64 receives
+        assert_eq!(s.points[0].sink_srq_depth(4096), 4160);
         assert_eq!(
             s.validate_device(&dev).unwrap_err().to_string(),
             "--srq --qps 64 x --threads 1 --window 64: an SRQ of 4160 receives exceeds max_srq_wr of rxe0 (4096)"

@@ -14,7 +14,7 @@ use super::common::refused;
 use super::{device, ipv4, latency, start_server};
 
 /// One port counter of the device under test, read after its cache expired.
-fn port_counter(name: &str) -> u64 {
+pub(super) fn port_counter(name: &str) -> u64 {
     let path = format!(
         "/sys/class/infiniband/{}/ports/1/hw_counters/{name}",
         device()
@@ -30,13 +30,43 @@ fn port_counter(name: &str) -> u64 {
         .unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
+/// Counters that grow when a receiver had no receive posted (RNR NAKs sent
+/// and received) or a sender went back to resend (NAKed PSNs, timeouts).
+const RETRY_COUNTERS: [&str; 5] = [
+    "rcvd_rnr_err",
+    "send_rnr_err",
+    "retry_rnr_exceeded_err",
+    "rcvd_seq_err",
+    "completer_retry_err",
+];
+
+fn retry_counters() -> Vec<u64> {
+    RETRY_COUNTERS.iter().map(|c| port_counter(c)).collect()
+}
+
 /// Runs `args` with the port's packet and receive counters read around it;
 /// returns the only throughput record and the counters' growth
-/// (sent_pkts, rdma_recvs).
-fn counted_run(name: &str, args: &[&str]) -> (TputRecord, u64, u64) {
+/// (sent_pkts, rdma_recvs). Every receive must have been posted in time:
+/// no RNR NAK was sent or received meanwhile.
+pub(super) fn counted_run(name: &str, args: &[&str]) -> (TputRecord, u64, u64) {
     let (p0, r0) = (port_counter("sent_pkts"), port_counter("rdma_recvs"));
+    let e0 = retry_counters();
     let (doc, csv) = latency(name, args);
     let (p1, r1) = (port_counter("sent_pkts"), port_counter("rdma_recvs"));
+    let e1 = retry_counters();
+    let grew: Vec<String> = RETRY_COUNTERS
+        .iter()
+        .zip(e0.iter().zip(&e1))
+        .map(|(c, (a, b))| format!("{c} +{}", b - a))
+        .collect();
+    eprintln!("MEASURED: {name}: {}", grew.join(", "));
+    for (i, c) in RETRY_COUNTERS.iter().enumerate().take(3) {
+        assert_eq!(
+            e1[i] - e0[i],
+            0,
+            "{name}: {c} grew: a receiver ran out of posted receives ({grew:?})"
+        );
+    }
     assert_eq!(doc.throughput().count(), 1, "{name}: one point");
     let r = doc.throughput().next().unwrap().clone();
     // The CSV carries both knobs.
@@ -59,7 +89,7 @@ fn counted_run(name: &str, args: &[&str]) -> (TputRecord, u64, u64) {
 
 /// A bidirectional record: two directions, client first, each having issued
 /// exactly `per_side` WRs (an --iters run), and totals that are their sums.
-fn check_directions(what: &str, r: &TputRecord, per_side: u64) {
+pub(super) fn check_directions(what: &str, r: &TputRecord, per_side: u64) {
     assert!(r.bidirectional, "{what}: {r:?}");
     assert_eq!(r.issued_by.as_deref(), Some("both"), "{what}");
     let d = r.directions.as_ref().expect("directions recorded");
@@ -94,7 +124,7 @@ fn check_directions(what: &str, r: &TputRecord, per_side: u64) {
 /// A WRITE or SEND of 64 B over RC costs two packets on the device in
 /// loopback (request and ACK, both counted on rxe0): at least that many,
 /// under 10% more (a retry or two).
-fn check_packets(what: &str, wrs: u64, pkts: u64) {
+pub(super) fn check_packets(what: &str, wrs: u64, pkts: u64) {
     assert!(
         pkts >= 2 * wrs && pkts <= 2 * wrs + wrs / 10 + 16,
         "{what}: port sent_pkts grew {pkts} for {wrs} WRs (2 each expected)"

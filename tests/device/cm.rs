@@ -3,17 +3,16 @@
 //! throughput, with the device's counters as the witness that the QPs carry
 //! the traffic rdma-bench counts, and the path knobs still applied.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rdma_bench::connect::{Control, Message, TcpChannel, PROTOCOL_VERSION};
 use rdma_bench::spec::{Connection, LatencyMode, LatencySpec, PathSpec, TestSpec, VerbKind};
 use rdma_bench::verbs::{Endpoint, Gid, Transport};
 
-use super::common::{bin, run, text};
+use super::common::{run, text};
 use super::{
     assert_messages, assert_packets, assert_window_outlasts_counter_cache, counter, device, ipv4,
-    latency, start_server, Server,
+    latency, start_server, start_server_with,
 };
 
 #[test]
@@ -212,30 +211,7 @@ fn cm_hello() -> Message {
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn cm_port_is_the_listener_a_session_announces_and_holds() {
     let (port, cm_port) = (18643u16, 18644u16);
-    let child = Command::new(bin())
-        .args([
-            "serve",
-            "-d",
-            &device(),
-            "--bind",
-            &ipv4(),
-            "--port",
-            &port.to_string(),
-        ])
-        .args(["--cm-port", &cm_port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("serve starts");
-    let _server = Server(child);
-    let start = Instant::now();
-    while std::net::TcpStream::connect((ipv4().as_str(), port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "serve never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _server = start_server_with(port, &["--cm-port", &cm_port.to_string()]);
     let target = format!("{}:{port}", ipv4());
     let (doc, _) = latency(
         "cmport",

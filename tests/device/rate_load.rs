@@ -265,8 +265,8 @@ fn share_above(r: &rdma_bench::results::LatencyRecord, ns: f64) -> f64 {
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn under_load_through_serve() {
-    let _server = super::start_server(18761);
-    let target = format!("{}:18761", super::ipv4());
+    let _server = super::start_server(18771);
+    let target = format!("{}:18771", super::ipv4());
     // 64 B RC WRITEs: one request and one ACK per WR, the probe's
     // (completion latency) as the background's, all on rxe0.
     let (doc, csv) = super::latency(

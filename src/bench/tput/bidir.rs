@@ -114,6 +114,7 @@ pub fn run_bidir(
         received.clear();
     }
     let words = target.atomic_words();
+    target.hook_written_slots(ctx.spec, index);
     ctl.send(&Message::Stopped {
         index,
         received: received.clone(),

@@ -14,7 +14,7 @@ use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_l
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
-use super::super::wait::Patience;
+use super::super::wait::{Patience, EVENT_SLICE_MS};
 use super::completions::{SendTracker, WrId};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
@@ -144,9 +144,17 @@ fn issue_thread(
         .iters
         .map(|n| n.div_ceil(pl) * pl)
         .unwrap_or(u64::MAX);
+    // --events: the send CQ stays armed from here on (re-armed after every
+    // event taken), so a completion that lands while every window is full
+    // always raises an event to sleep on.
+    let woken = || set.channel.as_ref().map(|c| c.events_taken());
+    if set.channel.is_some() {
+        set.send_cq.arm()?;
+    }
 
     barrier.wait();
     let mut win = ctx.thread_window(thread);
+    let mut woken_before = woken();
     let t0 = win.opened();
     // --rate: one token bucket per QP, started now (the warm-up is paced too).
     let mut pacers = QpPacers::for_thread(ctx, n, t0);
@@ -181,6 +189,7 @@ fn issue_thread(
         if win.opens(now) {
             base.copy_from_slice(&tx.posted);
             kept.copy_from_slice(&tx.posted);
+            woken_before = woken();
             open = true;
             if let Some(pacers) = pacers.as_mut() {
                 pacers.restart(now);
@@ -189,7 +198,7 @@ fn issue_thread(
                 h.opened();
             }
         }
-        let mut progress = false;
+        let (mut progress, mut pacing) = (false, false);
         for q in 0..n {
             // Fill this QP's window (as perftest does), as far as its
             // tokens allow, then poll once.
@@ -202,6 +211,7 @@ fn issue_thread(
                     if !pacers.take(q, now, pl) {
                         // Waiting for tokens is not a stalled peer.
                         progress = true;
+                        pacing = true;
                         break;
                     }
                 }
@@ -230,7 +240,32 @@ fn issue_thread(
                 progress = true;
             }
         }
-        let k = tx.reap(&set.send_cq, verb)?;
+        // --events, in perftest's -e order: after posting, while a signaled
+        // WR is outstanding (so a completion, and with it an event, is
+        // coming) and no QP waits for --rate tokens, take an event from the
+        // armed send CQ's channel (sleeping until one is raised, or one
+        // slice, so the stall check and the window's end still run), re-arm,
+        // and poll the CQ empty: a completion that lands after the re-arm
+        // raises the next event. An event raised by completions already
+        // polled is taken at once (a wake-up that did not sleep).
+        let sleep =
+            set.channel.is_some() && !pacing && (0..n).any(|q| last_signaled[q] > tx.completed[q]);
+        let k = match (&set.channel, sleep) {
+            (Some(ch), true) => {
+                if ch.wait(EVENT_SLICE_MS)? {
+                    set.send_cq.arm()?;
+                }
+                let mut k = 0;
+                loop {
+                    let j = tx.reap(&set.send_cq, verb)?;
+                    if j == 0 {
+                        break k;
+                    }
+                    k += j;
+                }
+            }
+            _ => tx.reap(&set.send_cq, verb)?,
+        };
         if k > 0 || progress {
             last_progress = now;
         } else {
@@ -245,6 +280,7 @@ fn issue_thread(
     // (thousands of QPs hold many) are drained below, outside the window.
     // An --iters run's window ends when its last WR has completed.
     let counters = win.close();
+    let wakeups = woken().zip(woken_before).map(|(now, before)| now - before);
     let mut per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
     let mut closed_at = closed_at;
     // --forever: the window kept ends at the last whole interval; the
@@ -282,6 +318,7 @@ fn issue_thread(
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
             .with_counters(counters)
+            .with_wakeups(wakeups)
             .with_to_stop(to_stop),
     )
 }

@@ -173,8 +173,9 @@ impl<E: EchoPart> PointSide<E> {
         }
     }
 
-    /// Every QP of this side in `endpoints` order, with the port settings
-    /// they connect with (`--cm`, which echo refuses, so echo has none).
+    /// Every QP of this side in the order of the peer's endpoints they pair
+    /// with (`--cm` dials QP i to the peer's endpoint i), with the port
+    /// settings they connect with (echo refuses `--cm`, so it has none).
     pub fn qps_mut(&mut self) -> (Vec<&mut QueuePair>, Option<PortConfig>) {
         match self {
             PointSide::Issuer(sets) => {
@@ -188,8 +189,16 @@ impl<E: EchoPart> PointSide<E> {
                 let config = Some(*set.set.config());
                 (set.set.qps.iter_mut().collect(), config)
             }
-            // --cm is refused with echo and with --bidirectional.
-            PointSide::Echo(_) | PointSide::Both { .. } => (Vec::new(), None),
+            // Bidirectional: this side's targets pair with the peer's
+            // issuers (listed first), its issuers with the peer's targets.
+            PointSide::Both { issuers, target } => {
+                let config = Some(*target.set.config());
+                let mut qps: Vec<&mut QueuePair> = target.set.qps.iter_mut().collect();
+                qps.extend(issuers.iter_mut().flat_map(|s| s.set.qps.iter_mut()));
+                (qps, config)
+            }
+            // --cm is refused with echo.
+            PointSide::Echo(_) => (Vec::new(), None),
         }
     }
 

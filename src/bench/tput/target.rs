@@ -22,17 +22,26 @@ pub struct TargetSet {
     atomic: bool,
     /// SEND targets: the receives kept posted (built once connected).
     sink: Option<RecvRing>,
+    /// `--srq`: the receives its shared receive queue was made for.
+    srq_depth: u32,
 }
 
 impl TargetSet {
     pub fn new(port: &Port, spec: &TputSpec, p: &TputPoint, access: Access) -> Result<Self> {
         let sends = spec.verb == VerbKind::Send;
+        let srq_depth = p.sink_srq_depth(port.attr.max_srq_wr) as u32;
         let slot = slot_bytes(p.size);
         let shape = QpShape {
             transport: p.transport,
             count: p.total_qps(),
             sq_depth: 1,
-            rq_depth: if sends { sink_rq_depth(p) } else { 1 },
+            // With an SRQ this sizes the receive CQ only (n QPs x rq_depth):
+            // room for every receive the SRQ holds.
+            rq_depth: match (sends, spec.srq) {
+                (false, _) => 1,
+                (true, false) => p.sink_rq_depth(),
+                (true, true) => p.sink_rq_depth().max(srq_depth.div_ceil(p.total_qps())),
+            },
             inline: 0,
             sge: 1,
             region: if sends {
@@ -51,7 +60,7 @@ impl TargetSet {
         // --srq: one shared receive queue for this side's sink QPs (validated
         // against max_srq_wr before any device object exists).
         let set = if sends && spec.srq {
-            QpSet::with_srq(port, &shape, p.srq_depth() as u32)?
+            QpSet::with_srq(port, &shape, srq_depth)?
         } else {
             QpSet::new(port, &shape)?
         };
@@ -59,6 +68,7 @@ impl TargetSet {
             set,
             atomic: spec.verb == VerbKind::Atomic,
             sink: sends.then(|| RecvRing::new(Vec::new())),
+            srq_depth,
         })
     }
 
@@ -93,8 +103,8 @@ impl TargetSet {
                 ),
             };
             let depth = match &set.srq {
-                Some(_) => p.srq_depth() as u32,
-                None => sink_rq_depth(p),
+                Some(_) => self.srq_depth,
+                None => p.sink_rq_depth(),
             };
             ring.fill(&mut set.qps, depth / RECV_BATCH)?;
             self.sink = Some(ring);
@@ -160,6 +170,21 @@ impl TargetSet {
     }
 }
 
+impl TargetSet {
+    /// `RDMA_BENCH_TEST_SLOTS=1` (WRITE only): prints which of its slots
+    /// the peer's WRITEs reached, once they all have.
+    pub fn hook_written_slots(&self, spec: &TputSpec, index: u32) {
+        if spec.verb == VerbKind::Write && test_hook_slots() {
+            let size = spec.points.get(index as usize).map_or(1, |p| p.size);
+            eprintln!(
+                "test hook: WRITE slots written per target QP: {:?} of {}",
+                self.written_slots(size),
+                self.set.region / slot_stride(size) as usize
+            );
+        }
+    }
+}
+
 /// Target side of a point until the driver says stop. `go` tells the driver
 /// (or, in a group, the other clients' server threads) this side is ready.
 /// Returns per-QP receive counts (empty when passive) and the driver's report.
@@ -180,14 +205,7 @@ pub fn run_target(
             Message::Stop { index: i, report } if *i == index => Some(std::mem::take(report)),
             _ => None,
         })?;
-        if spec.verb == VerbKind::Write && test_hook_slots() {
-            let size = spec.points.get(index as usize).map_or(1, |p| p.size);
-            eprintln!(
-                "test hook: WRITE slots written per target QP: {:?} of {}",
-                s.written_slots(size),
-                s.set.region / slot_stride(size) as usize
-            );
-        }
+        s.hook_written_slots(spec, index);
         return Ok((Vec::new(), report));
     }
     let mut received = vec![0u64; s.set.qps.len()];
@@ -228,11 +246,4 @@ pub fn poll_stop(ctl: &mut dyn Control, index: u32) -> Result<Option<DriverRepor
         Some(other) => Err(unexpected(ctl, "stop", &other)),
         None => Ok(None),
     }
-}
-
-/// Receive-queue depth of a SEND sink QP: room for two full windows plus a
-/// batch being reposted, and at least perftest's 512, so a sender is not
-/// slowed by RNR NAKs while the sink thread catches up; whole batches.
-fn sink_rq_depth(p: &TputPoint) -> u32 {
-    (2 * p.window + RECV_BATCH).max(512).div_ceil(RECV_BATCH) * RECV_BATCH
 }

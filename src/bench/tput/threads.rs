@@ -22,6 +22,7 @@ pub struct ThreadResult {
     counters: Option<CounterDeltas>,
     cpu: Option<CpuUse>,
     to_stop: Option<ToStop>,
+    wakeups: Option<u64>,
 }
 
 impl ThreadResult {
@@ -57,7 +58,14 @@ impl ThreadResult {
             counters: None,
             cpu: None,
             to_stop: None,
+            wakeups: None,
         }
+    }
+
+    /// `--events`: the completion-channel events this thread took in its window.
+    pub fn with_wakeups(mut self, wakeups: Option<u64>) -> Self {
+        self.wakeups = wakeups;
+        self
     }
 
     /// The device's counters and the CPU use over this thread's window
@@ -119,6 +127,9 @@ pub fn run_threads<S: Send>(
         }
         if r.cpu.is_some() {
             report.cpu = r.cpu;
+        }
+        if let Some(w) = r.wakeups {
+            report.event_wakeups = Some(report.event_wakeups.unwrap_or(0) + w);
         }
         // The first thread's span (its edges were read), every thread's ops.
         if let Some(t) = r.to_stop {

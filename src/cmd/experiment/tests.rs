@@ -294,21 +294,26 @@ fn cm_key_reaches_latency_and_throughput_specs() {
 #[test]
 fn events_and_post_api_keys_reach_the_spec_in_latency_and_throughput() {
     use crate::spec::PostApi;
-    let text = "name = \"e\"\n[defaults]\npost_api = \"ex\"\nevents = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\npost_api = \"classic\"\n[[series]]\nlabel = \"E\"\nverb = \"echo\"\n";
+    let text = "name = \"e\"\n[defaults]\npost_api = \"ex\"\nevents = true\n[[series]]\nlabel = \"L\"\nverb = \"send\"\n[[series]]\nlabel = \"T\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\npost_api = \"classic\"\n[[series]]\nlabel = \"E\"\nverb = \"echo\"\n[[series]]\nlabel = \"ET\"\nverb = \"echo\"\nmetric = \"throughput\"\n";
     let e = parse("e.toml", text).unwrap();
     match &e.series[0].plan {
         Plan::Latency(s) => assert!(s.events && s.post_api == PostApi::Ex, "{s:?}"),
         _ => panic!("L is a latency series"),
     }
     match &e.series[1].plan {
-        // [defaults] events skips throughput, which refuses it.
-        Plan::Tput(s, _) => assert!(!s.events && s.post_api == PostApi::Classic, "{s:?}"),
+        // [defaults] events reaches inbound/outbound throughput too.
+        Plan::Tput(s, _) => assert!(s.events && s.post_api == PostApi::Classic, "{s:?}"),
         _ => panic!("T is a throughput series"),
     }
     // A [defaults] events skips echo, where it does not apply.
     match &e.series[2].plan {
         Plan::Latency(s) => assert!(!s.events && s.post_api == PostApi::Ex, "{s:?}"),
         _ => panic!("E is a latency series"),
+    }
+    // ...and echo throughput, which refuses it.
+    match &e.series[3].plan {
+        Plan::Tput(s, _) => assert!(!s.events && s.post_api == PostApi::Ex, "{s:?}"),
+        _ => panic!("ET is a throughput series"),
     }
     refused(
         "name = \"e\"\n[[series]]\nverb = \"write\"\npost_api = \"fast\"\n",
