@@ -93,6 +93,7 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         forever: false,
         intervals: vec![],
         in_progress: None,
+        to_stop: None,
         load: None,
         offered_mops: None,
         achieved_mops: None,

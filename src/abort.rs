@@ -31,7 +31,7 @@ pub fn stop_on_signals() -> std::io::Result<()> {
 }
 
 /// `--forever`: from now on the first SIGINT/SIGTERM does not abort but asks
-/// the running point to end at its next interval boundary, as its normal
+/// the running point to end at once, its interval in progress dropped, as its normal
 /// end ([`stop_requested`]); a second one still ends the process at once.
 pub fn end_point_on_signals() -> std::io::Result<()> {
     let old: Vec<SigId> = std::mem::take(&mut *HANDLERS.lock().unwrap_or_else(|e| e.into_inner()));

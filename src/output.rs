@@ -251,9 +251,25 @@ impl Console {
     }
 
     pub fn record(&self, r: &Record) {
-        match r {
-            Record::Latency(l) => self.row(l),
-            Record::Throughput(t) => self.tput_row(t),
+        let stop = match r {
+            Record::Latency(l) => {
+                self.row(l);
+                l.to_stop
+                    .map(|t| (t, l.intervals.len(), l.elapsed_s, l.iters))
+            }
+            Record::Throughput(t) => {
+                self.tput_row(t);
+                t.to_stop
+                    .map(|s| (s, t.intervals.len(), t.elapsed_s, t.ops))
+            }
+        };
+        if let Some((t, n, kept_s, kept_ops)) = stop {
+            self.note(&format!(
+                "stopped: {n} whole intervals kept ({kept_s:.3} s, {kept_ops} ops); the interval in progress ({:.3} s, {} ops) was dropped; device counters and CPU use cover the window up to the stop ({:.3} s)",
+                (t.window_s - kept_s).max(0.0),
+                t.ops.saturating_sub(kept_ops),
+                t.window_s
+            ));
         }
     }
 

@@ -67,11 +67,27 @@ pub struct DriverReport {
     /// `--interval`: the window cut into intervals, in order (empty without it).
     #[serde(default)]
     pub intervals: Vec<IntervalFigure>,
+    /// `--forever`: the window up to the stop, which `device_counters` and
+    /// `cpu` cover; `ops` and `elapsed_s` cover the kept intervals only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_stop: Option<ToStop>,
     /// `--events`: completion-channel events the issuing threads took inside
     /// their windows (each one a sleep or an event already pending);
     /// `None` without events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_wakeups: Option<u64>,
+}
+
+/// `--forever`: what a stopped point's window did from its opening to the
+/// stop, the dropped interval in progress included. Device counters and CPU
+/// times are read at the window's edges only, so they cover this span, not
+/// just the kept intervals.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+pub struct ToStop {
+    /// Wall time from the window's opening to the stop (first thread).
+    pub window_s: f64,
+    /// Operations in it, all threads (latency: iterations).
+    pub ops: u64,
 }
 
 /// One interval of a point (`--interval`): what the driving side measured

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
 use crate::cpu_use::CpuUse;
-use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure};
+use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure, ToStop};
 use crate::stats::LatencyStats;
 
 pub const SCHEMA_VERSION: u32 = 2;
@@ -392,7 +392,7 @@ pub struct TputRecord {
     /// `--interval` as asked (`null` without it).
     #[serde(default)]
     pub interval_s: Option<f64>,
-    /// `--forever`: the point ran until a signal ended it at an interval boundary.
+    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
     #[serde(default)]
     pub forever: bool,
     /// `--interval`: the window cut into intervals, in order; their ops sum
@@ -403,8 +403,17 @@ pub struct TputRecord {
     /// whole intervals so far (counts such as `sent` are not known yet).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<bool>,
+    /// `--forever`, once stopped: the window from its opening to the stop.
+    /// `ops`, `elapsed_s`, `mops` and `intervals` cover the whole intervals
+    /// kept; `device_counters` and `cpu_util` (read at the window's edges
+    /// only) cover this span, the dropped interval in progress included,
+    /// and `cpu_util`'s per-Mop figures divide by its `ops`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_stop: Option<ToStop>,
     /// `--rate`: the Mops the issuing process was offered in all (its QPs'
     /// token buckets together); absent when unlimited. `mops` is what it achieved.
+    /// With `--bidirectional` each side is offered the rate, and this is
+    /// both sides together, as `mops` is (`directions` has each side's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_mops: Option<f64>,
     /// `--rate-per-qp`: the rate was asked per QP (absent: per process).
@@ -458,6 +467,10 @@ pub struct DirectionFigure {
     pub completions: u64,
     /// Atomics: operations the other side's words do not account for.
     pub verify_failures: Option<u64>,
+    /// `--rate`: the Mops this side's issuers were offered (each side is
+    /// offered the whole `--rate`); absent when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_mops: Option<f64>,
 }
 
 /// CPU use over a point's measured window, this side's and the peer's.
@@ -647,7 +660,7 @@ pub struct LatencyRecord {
     /// `--interval` as asked (`null` without it).
     #[serde(default)]
     pub interval_s: Option<f64>,
-    /// `--forever`: the point ran until a signal ended it at an interval boundary.
+    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
     #[serde(default)]
     pub forever: bool,
     /// `--interval`: the measured iterations cut into intervals, each with
@@ -658,6 +671,13 @@ pub struct LatencyRecord {
     /// whole intervals so far (its percentiles are not known yet: 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_progress: Option<bool>,
+    /// `--forever`, once stopped: the window from its opening to the stop.
+    /// `iters`, `elapsed_s`, the percentiles and `intervals` cover the whole
+    /// intervals kept; `device_counters` and `cpu_util` (read at the
+    /// window's edges only) cover this span, the dropped interval in
+    /// progress included; `ops` counts its iterations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_stop: Option<ToStop>,
     /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
     /// what `compare` matches on; absent in an unloaded run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -729,6 +749,8 @@ pub const TPUT_CSV_COLUMNS: &[&str] = &[
     "verify_failures",
     "interval_s",
     "forever",
+    "to_stop.window_s",
+    "to_stop.ops",
     "cpu_util.local_pct",
     "cpu_util.local_process_pct",
     "cpu_util.peer_pct",
@@ -787,6 +809,8 @@ pub const CSV_COLUMNS: &[&str] = &[
     "verify_failures",
     "interval_s",
     "forever",
+    "to_stop.window_s",
+    "to_stop.ops",
     "cpu_util.local_pct",
     "cpu_util.local_process_pct",
     "cpu_util.peer_pct",

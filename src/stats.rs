@@ -47,6 +47,12 @@ impl LatencyRecorder {
         self.hist.is_empty()
     }
 
+    /// Adds `other`'s samples (the same bounds, so nothing is resized).
+    pub fn add(&mut self, other: &LatencyRecorder) {
+        let _ = self.hist.add(&other.hist);
+        self.clamped += other.clamped;
+    }
+
     pub fn clear(&mut self) {
         self.hist.reset();
         self.clamped = 0;

@@ -57,8 +57,18 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--bidirectional: each side issues outbound to the other",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "--rate", "0.1"],
-            "--rate: not with --bidirectional",
+            // -b: each side is offered the rate, and checked like one side.
+            &[
+                "write",
+                "--tput",
+                "outbound",
+                "-b",
+                "--rate",
+                "0.0000001",
+                "-D",
+                "1",
+            ],
+            "fewer than one refill",
         ),
         (
             &["echo", "--tput", "--bidirectional"],
@@ -73,8 +83,8 @@ fn bad_input_exits_2_with_one_line_naming_the_option() {
             "--srq: the echo server receives only SEND requests",
         ),
         (
-            &["write", "--tput", "outbound", "-b", "--interval", "0.5"],
-            "--interval/--forever: not with --bidirectional",
+            &["write", "--tput", "outbound", "-b", "--forever", "-D", "1"],
+            "--forever runs until Ctrl-C/SIGTERM",
         ),
         (
             &["send", "--tput", "inbound", "--srq", "--mr-per-qp"],
@@ -1433,8 +1443,9 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
         ),
         (&["write", "--rate", "1"], "--rate applies only with --tput"),
         (
-            &["echo", "--tput", "--rate", "1"],
-            "--rate: echo throughput",
+            // Echo is paced one request per token.
+            &["echo", "--tput", "--rate", "0.0000001", "-D", "1"],
+            "fewer than one refill of 1",
         ),
         (&["write", "--under-load", "0%"], "--under-load 0%"),
         (&["write", "--under-load", "101%"], "--under-load 101%"),

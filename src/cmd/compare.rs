@@ -659,6 +659,7 @@ mod tests {
                     forever: false,
                     intervals: vec![],
                     in_progress: None,
+                    to_stop: None,
                     load: None,
                     offered_mops: None,
                     achieved_mops: None,

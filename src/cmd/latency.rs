@@ -94,7 +94,8 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),
-        sent: p.client.measured + p.client.warmup,
+        // --forever: the iterations after the last kept interval were sent too.
+        sent: p.client.to_stop.map_or(p.client.measured, |t| t.ops) + p.client.warmup,
         server_received: p.server_received,
         verify_failures: p.client.verify_failures,
         device_counters: p.client.device_counters.clone(),
@@ -106,6 +107,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         forever: spec.live.forever,
         intervals: p.intervals.clone(),
         in_progress: None,
+        to_stop: p.client.to_stop,
         load: None,
         offered_mops: None,
         achieved_mops: None,

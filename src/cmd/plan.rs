@@ -221,6 +221,9 @@ impl Plan {
                     ));
                 }
                 console.tput_header(s, device);
+                if s.bidirectional && s.live.interval_s.is_some() {
+                    console.note("--bidirectional: the live interval lines (and a --forever point's in-progress record) count this side's, the client's, WRs only; the record's intervals add the server's, index by index, when the point ends");
+                }
             }
             Plan::UnderLoad(s) => {
                 let p = &s.background.points[0];
@@ -343,6 +346,7 @@ impl Plan {
                         device_counters: None,
                         event_wakeups: None,
                         cpu: None,
+                        to_stop: None,
                     },
                     server_received: None,
                     samples: &samples,

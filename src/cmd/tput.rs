@@ -4,7 +4,7 @@
 use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, IntervalFigure};
 use crate::results::{CpuUtil, DirectionFigure, TputRecord};
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
@@ -195,6 +195,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
                 received: got,
                 completions: r.completions,
                 verify_failures: vf,
+                offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
             };
         let back = received_by(&rev.received);
         let out = vec![
@@ -281,14 +282,24 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         verify_failures,
         device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
         series: None,
-        cpu_util: CpuUtil::new(o.cpu_local, o.cpu_peer, Some(r.ops)),
+        // --forever: the CPU times cover the window up to the stop, and so
+        // do the ops they are divided by.
+        cpu_util: CpuUtil::new(
+            o.cpu_local,
+            o.cpu_peer,
+            Some(r.to_stop.map_or(r.ops, |t| t.ops)),
+        ),
         interval_s: spec.live.interval_s,
         forever: spec.live.forever,
         intervals: r.intervals.clone(),
         in_progress: None,
-        offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
+        to_stop: r.to_stop,
+        // --bidirectional: each side offers the rate; mops sums both sides.
+        offered_mops: spec
+            .rate
+            .map(|r| r.offered_mops(p.total_qps()) * if spec.bidirectional { 2.0 } else { 1.0 }),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
-        burst: spec.rate.map(|r| r.burst_for(p.postlist)),
+        burst: spec.rate.map(|r| r.burst_for(spec.wrs_per_post(p))),
     }
 }
 
@@ -313,12 +324,42 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         responses: 0,
         completions: client.completions + server.completions,
         device_counters: client.device_counters.clone(),
-        // This process's CPU (the peer's is recorded apart); --interval is
-        // refused with --bidirectional.
+        // This process's CPU (the peer's is recorded apart).
         cpu: client.cpu,
-        intervals: Vec::new(),
+        intervals: sum_intervals(&client.intervals, &server.intervals),
+        // --forever: the client's window to the stop (its device counters),
+        // both sides' ops up to their stops.
+        to_stop: client.to_stop.map(|c| crate::report::ToStop {
+            ops: c.ops + server.to_stop.map_or(server.ops, |s| s.ops),
+            ..c
+        }),
         event_wakeups: client
             .event_wakeups
             .map(|c| c + server.event_wakeups.unwrap_or(0)),
     }
+}
+
+/// `--interval` with `--bidirectional`: both sides' intervals summed index
+/// by index (each side cut its own window; the lengths are the client's), so
+/// they add up to both directions' ops. An index only one side reached (the
+/// last piece of a window) is that side's alone, placed after the others.
+fn sum_intervals(client: &[IntervalFigure], server: &[IntervalFigure]) -> Vec<IntervalFigure> {
+    let n = client.len().max(server.len());
+    let mut start_s = 0.0;
+    (0..n)
+        .filter_map(|i| {
+            let mut f = match (client.get(i), server.get(i)) {
+                (Some(c), Some(s)) => IntervalFigure {
+                    ops: c.ops + s.ops,
+                    mops: c.mops + s.mops,
+                    ..c.clone()
+                },
+                (Some(one), None) | (None, Some(one)) => one.clone(),
+                (None, None) => return None,
+            };
+            f.start_s = start_s;
+            start_s += f.elapsed_s;
+            Some(f)
+        })
+        .collect()
 }

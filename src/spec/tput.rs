@@ -218,7 +218,7 @@ impl TputSpec {
             return Err(Error::usage("no points to measure"));
         }
         self.live.validate(self.points.len())?;
-        if self.live.forever && self.direction == Direction::Outbound {
+        if self.live.forever && self.direction == Direction::Outbound && !self.bidirectional {
             return Err(Error::usage(
                 "--forever: outbound points are driven by the server, which cannot report live to this client; use inbound or echo",
             ));
@@ -318,21 +318,11 @@ impl TputSpec {
                 }
                 Direction::Outbound => {}
             }
-            if self.rate.is_some() {
-                return Err(Error::usage(
-                    "--rate: not with --bidirectional (its offered rate would be one side's of two)",
-                ));
-            }
             if self.group > 1 {
                 return Err(Error::usage(format!(
                     "--group {}: --bidirectional runs one client against one serve",
                     self.group
                 )));
-            }
-            if self.live.interval_s.is_some() || self.live.forever {
-                return Err(Error::usage(
-                    "--interval/--forever: not with --bidirectional (its two directions are counted only at the end of the window)",
-                ));
             }
         }
         if self.srq {
@@ -411,13 +401,18 @@ impl TputSpec {
         Ok(())
     }
 
+    /// WRs one post puts on an issuing QP at point `p`: its postlist, or
+    /// (echo) one request. A `--rate` refill is this many unless `--burst`.
+    pub fn wrs_per_post(&self, p: &TputPoint) -> u32 {
+        if self.direction == Direction::Echo {
+            1
+        } else {
+            p.postlist
+        }
+    }
+
     fn validate_rate(&self, r: &RateLimit) -> Result<()> {
         r.validate()?;
-        if self.direction == Direction::Echo {
-            return Err(Error::usage(
-                "--rate: echo throughput is not rate-limited (inbound and outbound are)",
-            ));
-        }
         for p in &self.points {
             // An --iters run ends when its WRs are done; only its refills must fit.
             let window_s = if self.iters.is_some() {
@@ -425,7 +420,7 @@ impl TputSpec {
             } else {
                 self.duration_s
             };
-            r.validate_point(p.window, p.postlist, p.total_qps(), window_s)?;
+            r.validate_point(p.window, self.wrs_per_post(p), p.total_qps(), window_s)?;
         }
         Ok(())
     }

@@ -191,9 +191,17 @@ fn interval_0_2_over_a_1_s_point_sums_to_the_point() {
 }
 
 /// Starts `args` with a JSON file, waits until the file holds a provisional
-/// record with ≥ 2 intervals (the file is rewritten as they end), sends
-/// `signal`, and returns the exit status and the final document.
-fn forever(name: &str, args: &[&str], signal: &str) -> (std::process::ExitStatus, ResultsDoc) {
+/// record with `whole` intervals (the file is rewritten as they end), waits
+/// `then` more (into the next interval), sends `signal`, and returns the exit
+/// status, the final document and how long the process took to exit after
+/// the signal.
+fn forever(
+    name: &str,
+    args: &[&str],
+    whole: usize,
+    then: Duration,
+    signal: &str,
+) -> (std::process::ExitStatus, ResultsDoc, Duration) {
     let dir = scratch(name);
     let json = dir.join("r.json");
     let mut all: Vec<&str> = args.to_vec();
@@ -224,7 +232,7 @@ fn forever(name: &str, args: &[&str], signal: &str) -> (std::process::ExitStatus
                     Record::Latency(l) => l.intervals.len(),
                     Record::Throughput(t) => t.intervals.len(),
                 });
-                if n >= 2 {
+                if n >= whole {
                     let in_progress = match &doc.results[0] {
                         Record::Latency(l) => l.in_progress,
                         Record::Throughput(t) => t.in_progress,
@@ -234,23 +242,92 @@ fn forever(name: &str, args: &[&str], signal: &str) -> (std::process::ExitStatus
                 }
             }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(then);
+    let signalled = Instant::now();
     kill(&child, signal);
     let out = child.wait_with_output().unwrap();
+    let took = signalled.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let doc: ResultsDoc = serde_json::from_value(read_json(&json)).expect("parseable file");
-    (out.status, doc)
+    (out.status, doc, took)
+}
+
+/// A stopped --forever point keeps only whole intervals, each about
+/// `every` long, and stopped well before the dropped one would have ended:
+/// `to_stop` reaches past the kept window by `into` (about how far into the
+/// next interval the signal came), and the process was gone within
+/// `took`, well inside what was left of that interval.
+fn assert_stopped_promptly(
+    iv: &[IntervalFigure],
+    elapsed_s: f64,
+    to_stop: rdma_bench::report::ToStop,
+    every: f64,
+    took: Duration,
+    what: &str,
+) {
+    for f in iv {
+        assert!(
+            f.elapsed_s > every * 0.5 && f.elapsed_s < every * 1.5,
+            "{what}: every interval kept is whole: {iv:?}"
+        );
+    }
+    let kept: f64 = iv.iter().map(|f| f.elapsed_s).sum();
+    // (elapsed_s is the longest thread's kept window; the intervals are
+    // timed on the first thread's clock: a thread that reached a boundary
+    // late on the loaded host kept a slightly longer interval.)
+    assert!(
+        elapsed_s >= kept - 1e-6 && elapsed_s - kept < 0.1 * every,
+        "{what}: {kept} vs {elapsed_s}"
+    );
+    let dropped = to_stop.window_s - elapsed_s;
+    // The interval in progress would have ended at the next grid boundary.
+    let left = every - dropped;
+    eprintln!(
+        "MEASURED: {what}: {} whole intervals ({elapsed_s:.3} s) kept, {dropped:.3} s of the next dropped; exited {:.3} s after the signal, {left:.3} s before that interval would have ended",
+        iv.len(),
+        took.as_secs_f64()
+    );
+    assert!(
+        dropped > 0.2 * every,
+        "{what}: the signal came mid-interval: {to_stop:?}"
+    );
+    // The loop ended well before the boundary that would have closed the
+    // interval in progress, and the process soon after. (`took` counts from
+    // spawning `kill` in this test process, which the benchmark's spinning
+    // threads starve on the guest's two vCPUs: it overstates the stop.)
+    assert!(
+        left > 0.5,
+        "{what}: the loop ran on towards the next boundary: {to_stop:?}"
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "{what}: a stop ends the point at once, not at the next boundary ({took:?})"
+    );
 }
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
-    let (status, doc) = forever(
+    // UC WRITE: one packet per WR, so the device's sent_pkts witness the
+    // WRs up to the stop. Two threads must agree on the intervals kept.
+    let (status, doc, took) = forever(
         "forever_tput",
-        &["write", "--tput", "inbound", "--interval", "0.25"],
+        &[
+            "write",
+            "--tput",
+            "inbound",
+            "-c",
+            "uc",
+            "--threads",
+            "2",
+            "--interval",
+            "3",
+        ],
+        1,
+        Duration::from_millis(1000),
         "-INT",
     );
     assert_eq!(
@@ -261,22 +338,178 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
     assert_eq!(doc.results.len(), 1);
     let r = doc.throughput().next().unwrap();
     assert!(r.forever && r.in_progress.is_none(), "{r:?}");
-    assert!(r.intervals.len() >= 3, "{:?}", r.intervals);
-    // Every interval whole, and the point is exactly them (stopped on a boundary).
-    assert_typical(&r.intervals, 0.25, "forever inbound WRITE");
+    assert!(!r.intervals.is_empty(), "{:?}", r.intervals);
+    let stop = r
+        .to_stop
+        .expect("a stopped forever point says what its edges cover");
+    assert_stopped_promptly(
+        &r.intervals,
+        r.elapsed_s,
+        stop,
+        3.0,
+        took,
+        "forever UC WRITE x2 threads",
+    );
+    // The point is exactly its whole intervals, on every thread and QP.
     assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
     assert_eq!(r.per_qp_ops.iter().sum::<u64>(), r.ops);
-    assert!(r.cpu_util.is_some());
+    assert_eq!(r.per_thread.len(), 2);
+    assert_eq!(r.per_thread.iter().map(|t| t.ops).sum::<u64>(), r.ops);
+    assert!(r.per_thread.iter().all(|t| t.ops > 0), "{:?}", r.per_thread);
+    assert!(
+        stop.ops > r.ops,
+        "the dropped interval had ops: {stop:?} vs {}",
+        r.ops
+    );
+    // What the edges read covers the window up to the stop, as recorded.
+    let c = r.cpu_util.as_ref().expect("cpu_util");
+    assert!(
+        (c.window_s - stop.window_s).abs() < 0.2,
+        "{c:?} vs {stop:?}"
+    );
+    let per_mop = c.local_cpu_s_per_mop.unwrap();
+    let want = c.local_process_pct.unwrap() / 100.0 * c.window_s / (stop.ops as f64 / 1e6);
+    assert!((per_mop - want).abs() / want < 0.01, "{per_mop} vs {want}");
+    let pkts = r.device_counters.as_ref().expect("device counters")["sent_pkts"] as f64;
+    eprintln!(
+        "MEASURED: forever UC WRITE: kept {} ops, {} up to the stop; sent_pkts +{pkts}",
+        r.ops, stop.ops
+    );
+    assert!(
+        (pkts / stop.ops as f64 - 1.0).abs() < 0.03,
+        "the counters cover the window up to the stop: {pkts} packets, {} WRs to the stop, {} kept",
+        stop.ops,
+        r.ops
+    );
 
-    let (status, doc) = forever("forever_lat", &["write", "--interval", "0.25"], "-TERM");
+    let (status, doc, _) = forever(
+        "forever_echo",
+        &["echo", "--tput", "--interval", "0.25"],
+        2,
+        Duration::from_millis(120),
+        "-INT",
+    );
+    assert_eq!(status.code(), Some(0));
+    let r = doc.throughput().next().unwrap();
+    assert!(r.intervals.len() >= 2);
+    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+    assert_eq!(r.per_qp_ops.iter().sum::<u64>(), r.ops);
+    let stop = r.to_stop.expect("to_stop");
+    assert!(stop.ops >= r.ops && stop.window_s > r.elapsed_s, "{stop:?}");
+
+    let (status, doc, took) = forever(
+        "forever_lat",
+        &["write", "--interval", "3"],
+        1,
+        Duration::from_millis(1000),
+        "-TERM",
+    );
     assert_eq!(status.code(), Some(0));
     let r = doc.latency().next().unwrap();
     assert!(r.forever && r.in_progress.is_none());
-    assert!(r.intervals.len() >= 3);
+    assert!(!r.intervals.is_empty());
+    let stop = r.to_stop.expect("to_stop");
+    assert_stopped_promptly(
+        &r.intervals,
+        r.elapsed_s,
+        stop,
+        3.0,
+        took,
+        "forever WRITE latency",
+    );
     assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.iters);
     assert_eq!(
         r.stats.samples, r.iters,
-        "the histogram holds exactly the intervals' samples"
+        "the histogram holds exactly the kept intervals' samples"
     );
     assert_eq!(r.histogram.iter().map(|b| b.1).sum::<u64>(), r.iters);
+    assert!(stop.ops > r.iters, "{stop:?} vs {}", r.iters);
+    assert_eq!(
+        r.sent,
+        stop.ops + r.warmup_dropped,
+        "every iteration sent is counted"
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn bidirectional_intervals_and_forever_sum_both_directions() {
+    // UC WRITE both ways; each side cuts its own window into intervals and
+    // the server's travel in its Stop report.
+    let b = [
+        "write",
+        "--tput",
+        "outbound",
+        "-b",
+        "-c",
+        "uc",
+        "--interval",
+        "0.25",
+    ];
+    let mut args = b.to_vec();
+    args.extend_from_slice(&["-D", "1"]);
+    let (doc, _) = latency("iv_bidir", &args);
+    let r = doc.throughput().next().unwrap();
+    let dirs = r.directions.as_ref().expect("two directions");
+    assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
+    check_intervals(&r.intervals, r.ops, r.elapsed_s, 0.25, "-b intervals");
+    assert_eq!(
+        r.intervals.iter().map(|f| f.ops).sum::<u64>(),
+        dirs.iter().map(|d| d.ops).sum::<u64>()
+    );
+
+    // --forever -b: SIGINT stops the client's issuers, whose Stop stops the
+    // server's; each keeps its whole intervals.
+    let (status, doc, took) = forever("forever_bidir", &b, 2, Duration::from_millis(120), "-INT");
+    assert_eq!(status.code(), Some(0));
+    let r = doc.throughput().next().unwrap();
+    assert!(r.forever && r.in_progress.is_none(), "{r:?}");
+    let dirs = r.directions.as_ref().expect("two directions");
+    assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
+    assert!(r.intervals.len() >= 2, "{:?}", r.intervals);
+    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+    assert_eq!(dirs.iter().map(|d| d.ops).sum::<u64>(), r.ops);
+    let stop = r.to_stop.expect("to_stop");
+    assert!(stop.ops > r.ops, "the dropped intervals had ops: {stop:?}");
+    eprintln!(
+        "MEASURED: forever -b: {} intervals, {} ops kept ({:?} per direction), {} to the stop; exited {:.3} s after the signal",
+        r.intervals.len(),
+        r.ops,
+        dirs.iter().map(|d| d.ops).collect::<Vec<_>>(),
+        stop.ops,
+        took.as_secs_f64()
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+
+    // Through serve, which never sees the signal: the client's Stop ends
+    // the server's issuers (a passive WRITE target polls for it while its
+    // issuers run; a SEND sink when the client's SENDs stop coming).
+    let _server = start_server(18656);
+    let target = format!("{}:18656", ipv4());
+    for verb in ["write", "send"] {
+        let mut args = b.to_vec();
+        args[0] = verb;
+        args.extend_from_slice(&["--connect", &target]);
+        let (status, doc, took) = forever(
+            &format!("forever_bidir_srv_{verb}"),
+            &args,
+            2,
+            Duration::from_millis(120),
+            "-INT",
+        );
+        assert_eq!(status.code(), Some(0), "{verb}");
+        let r = doc.throughput().next().unwrap();
+        let dirs = r.directions.as_ref().expect("two directions");
+        assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
+        assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+        assert_eq!(dirs.iter().map(|d| d.ops).sum::<u64>(), r.ops);
+        eprintln!(
+            "MEASURED: forever -b {verb} through serve: {} intervals, {:?} ops per direction, received {:?}; exited {:.3} s after the signal",
+            r.intervals.len(),
+            dirs.iter().map(|d| d.ops).collect::<Vec<_>>(),
+            dirs.iter().map(|d| d.received).collect::<Vec<_>>(),
+            took.as_secs_f64()
+        );
+        assert!(took < Duration::from_secs(2), "{verb}: {took:?}");
+    }
 }

@@ -22,8 +22,9 @@ const ATTEMPTS: usize = 3;
 
 /// Measures the saturated rate of `shape`, then runs it at half that (per
 /// QP with `per_qp`: a quarter on each of 2 QPs, `--burst 2`); returns the
-/// record and its error against the offered rate, and the device's error.
-fn at_half(name: &str, shape: &[&str], per_qp: bool) -> (TputRecord, f64, f64) {
+/// record and its error against the offered rate, and the device's error
+/// by `witness`, a device counter that grows once per op.
+fn at_half(name: &str, shape: &[&str], per_qp: bool, witness: &str) -> (TputRecord, f64, f64) {
     let sat = one_tput(&format!("{name}sat"), shape);
     assert!(sat.offered_mops.is_none(), "unlimited: no offered rate");
     let half = sat.mops / 2.0;
@@ -39,12 +40,12 @@ fn at_half(name: &str, shape: &[&str], per_qp: bool) -> (TputRecord, f64, f64) {
     assert!((offered - half).abs() < 1e-9, "{offered} vs {half}");
     assert_eq!(r.rate_per_qp, per_qp);
     let err = error(r.mops, offered);
-    // The device saw the same rate: UC WRITE sends one packet per WR.
+    // The device saw the same rate.
     let dc = r.device_counters.as_ref().expect("device counters");
-    let pkts = *dc.get("sent_pkts").expect("sent_pkts") as f64;
+    let pkts = *dc.get(witness).expect(witness) as f64;
     let dev_err = error(pkts / r.elapsed_s / 1e6, offered);
     eprintln!(
-        "MEASURED: {name}: saturated {:.6} Mops; offered {offered:.6} ({}): achieved {:.6} Mops, error {:+.2}%; device sent_pkts {pkts} over {:.3} s, error {:+.2}%; per QP {:?}",
+        "MEASURED: {name}: saturated {:.6} Mops; offered {offered:.6} ({}): achieved {:.6} Mops, error {:+.2}%; device {witness} {pkts} over {:.3} s, error {:+.2}%; per QP {:?}",
         sat.mops,
         if per_qp { "per QP x 2, --burst 2" } else { "per process" },
         r.mops,
@@ -68,7 +69,8 @@ fn rate_at_half_the_saturated_rate_holds_within_5_percent() {
     for (name, shape, per_qp) in [("rate", &one[..], false), ("rateqp", &two[..], true)] {
         let mut errors = Vec::new();
         let held = (0..ATTEMPTS).any(|_| {
-            let (r, err, dev_err) = at_half(name, shape, per_qp);
+            // UC WRITE: one packet per WR.
+            let (r, err, dev_err) = at_half(name, shape, per_qp, "sent_pkts");
             errors.push((err, dev_err));
             if per_qp {
                 let (a, b) = (r.per_qp_ops[0] as f64, r.per_qp_ops[1] as f64);
@@ -85,6 +87,76 @@ fn rate_at_half_the_saturated_rate_holds_within_5_percent() {
             "{name}: (achieved, device) errors {errors:?} all outside 5%"
         );
     }
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn echo_rate_at_half_the_saturated_rate_is_paced() {
+    // WRITE requests, SEND responses over RC: the device counts one
+    // receive (the response) per round trip.
+    let shape = ["echo", "--tput", "-D", "1"];
+    let mut errors = Vec::new();
+    let held = (0..ATTEMPTS).any(|_| {
+        let (r, err, dev_err) = at_half("echorate", &shape, false, "rdma_recvs");
+        errors.push((err, dev_err));
+        assert_eq!(r.direction, "echo");
+        assert_eq!(r.burst, Some(1), "one request per refill");
+        err.abs() < 0.05 && dev_err.abs() < 0.05
+    });
+    assert!(
+        held,
+        "echo: (achieved, device) errors {errors:?} all outside 5%"
+    );
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn bidirectional_rate_paces_each_side() {
+    // UC WRITE both ways: one packet per WR, both sides' packets on rxe0.
+    let shape = [
+        "write", "--tput", "outbound", "-b", "-c", "uc", "-s", "64", "-D", "1",
+    ];
+    let mut errors = Vec::new();
+    let held = (0..ATTEMPTS).any(|_| {
+        let sat = one_tput("bidirsat", &shape);
+        let dirs = sat.directions.as_ref().expect("two directions");
+        // Half the slower side's saturated rate, offered to each side.
+        let rate = dirs.iter().map(|d| d.mops).fold(f64::INFINITY, f64::min) / 2.0;
+        let rate_s = format!("{rate}");
+        let mut args = shape.to_vec();
+        // 8 WRs per refill: fewer kernel entries, which rxe's deferred work
+        // on the guest's two busy vCPUs needs (see the README).
+        args.extend_from_slice(&["--rate", &rate_s, "--burst", "8"]);
+        let r = one_tput("bidirrate", &args);
+        let offered = r.offered_mops.expect("offered_mops");
+        assert!((offered - 2.0 * rate).abs() < 1e-9, "both sides: {offered} vs 2 x {rate}");
+        let dirs = r.directions.as_ref().expect("two directions");
+        assert_eq!(dirs.len(), 2);
+        let errs: Vec<f64> = dirs
+            .iter()
+            .map(|d| {
+                assert_eq!(d.offered_mops, Some(rate), "each side is offered the rate");
+                error(d.mops, rate)
+            })
+            .collect();
+        let pkts = r.device_counters.as_ref().expect("device counters")["sent_pkts"] as f64;
+        let dev_err = error(pkts / r.elapsed_s / 1e6, offered);
+        eprintln!(
+            "MEASURED: bidir --rate: saturated {:?} Mops; offered {rate:.6} per side: achieved {:?}, errors {:+.2}% / {:+.2}%; device sent_pkts {pkts} over {:.3} s, error {:+.2}% against both sides",
+            sat.directions.as_ref().unwrap().iter().map(|d| d.mops).collect::<Vec<_>>(),
+            dirs.iter().map(|d| d.mops).collect::<Vec<_>>(),
+            errs[0] * 100.0,
+            errs[1] * 100.0,
+            r.elapsed_s,
+            dev_err * 100.0
+        );
+        // A bucket never offers more than its rate (plus one window after
+        // the start), whatever the host's load.
+        assert!(errs.iter().all(|&e| e < 0.05), "paced: {errs:?}");
+        errors.push((errs[0], errs[1], dev_err));
+        errs.iter().all(|e| e.abs() < 0.05) && dev_err.abs() < 0.05
+    });
+    assert!(held, "bidir --rate: errors {errors:?} all outside 5%");
 }
 
 #[test]

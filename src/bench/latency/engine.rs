@@ -16,7 +16,7 @@ use crate::clock::Clock;
 use crate::connect::{expect, unexpected, Control, Deadlines, Message};
 use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::Result;
-use crate::report::CounterDeltas;
+use crate::report::{CounterDeltas, ToStop};
 use crate::spec::{AtomicOp, LatencyMode, LatencySpec, VerbKind};
 use crate::stats::LatencyRecorder;
 use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY};
@@ -53,6 +53,10 @@ pub struct ClientPoint {
     pub event_wakeups: Option<u64>,
     /// This process's CPU use over the measured iterations.
     pub cpu: Option<CpuUse>,
+    /// `--forever`: the window up to the stop, which `device_counters`,
+    /// `event_wakeups` and `cpu` cover (`measured` and `elapsed_ns` cover
+    /// the kept intervals only).
+    pub to_stop: Option<ToStop>,
 }
 
 /// Offset of the last payload byte of a `size`-byte message in the receive area.
@@ -179,8 +183,13 @@ pub fn client_point(
             let now = clock.now();
             if marks.due(now) {
                 let s = ir.summary(scale);
-                marks.mark(now, k - warmup, Some((s.p50_ns, s.p99_ns)));
-                ir.clear();
+                if marks.mark(now, k - warmup, Some((s.p50_ns, s.p99_ns))) {
+                    if forever {
+                        // Only whole intervals reach the point's histogram.
+                        rec.add(ir);
+                    }
+                    ir.clear();
+                }
             }
         }
         let done = match duration_ticks {
@@ -207,7 +216,7 @@ pub fn client_point(
                     let t1 = clock.now();
                     qp.post_recv(recvs)?;
                     if k >= warmup {
-                        sample(rec, &mut irec, clock.to_ns(t1.wrapping_sub(t0)));
+                        sample(rec, &mut irec, forever, clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 } else {
                     patience.wait(
@@ -220,7 +229,7 @@ pub fn client_point(
                     )?;
                     let t1 = clock.now();
                     if k >= warmup {
-                        sample(rec, &mut irec, clock.to_ns(t1.wrapping_sub(t0)));
+                        sample(rec, &mut irec, forever, clock.to_ns(t1.wrapping_sub(t0)));
                     }
                 }
                 if signaled {
@@ -238,7 +247,7 @@ pub fn client_point(
                 reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
                 let t1 = clock.now();
                 if k >= warmup {
-                    sample(rec, &mut irec, clock.to_ns(t1.wrapping_sub(t0)));
+                    sample(rec, &mut irec, forever, clock.to_ns(t1.wrapping_sub(t0)));
                 }
                 if spec.op.is_some() && mr.read_u64(Side::SEND_AREA) != atomic_expected(k) {
                     failures += 1;
@@ -247,14 +256,23 @@ pub fn client_point(
         }
         k += 1;
     }
-    let finished = clock.now();
+    let mut finished = clock.now();
     let cpu = cpu_before.map(|b| CpuSnapshot::take().since(&b));
     let device_counters = before.map(|b| counters.delta(&b, &counters.read()));
     let event_wakeups = channel.map(|c| c.events_taken() - woken_before);
-    // The last piece of a finite window (a stopped --forever point ends
-    // on a boundary, so it has none).
-    let measured = k.saturating_sub(warmup);
-    if let Some(ir) = irec.as_ref().filter(|_| measured > marks.last_ops()) {
+    let mut measured = k.saturating_sub(warmup);
+    let mut to_stop = None;
+    if forever {
+        // A stopped --forever point keeps its whole intervals: the one in
+        // progress is dropped (its samples never left `irec`).
+        to_stop = Some(ToStop {
+            window_s: clock.to_ns(finished.wrapping_sub(measured_from)) as f64 / 1e9,
+            ops: measured,
+        });
+        measured = marks.last_ops();
+        finished = marks.last_at();
+    } else if let Some(ir) = irec.as_ref().filter(|_| measured > marks.last_ops()) {
+        // The last piece of a finite window.
         let s = ir.summary(scale);
         marks.mark(finished, measured, Some((s.p50_ns, s.p99_ns)));
     }
@@ -266,7 +284,7 @@ pub fn client_point(
         reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
     }
     Ok(ClientPoint {
-        measured: k.saturating_sub(warmup),
+        measured,
         warmup: k.min(warmup),
         verify_failures: failures,
         inline,
@@ -274,15 +292,20 @@ pub fn client_point(
         device_counters,
         event_wakeups,
         cpu,
+        to_stop,
     })
 }
 
-/// Records one sample in the point's histogram and (--interval) the interval's.
+/// Records one sample in the interval's histogram (--interval) and the
+/// point's; a --forever point adds each whole interval to its histogram
+/// when the interval ends, so the one in progress at the stop is left out.
 #[inline(always)]
-fn sample(rec: &mut LatencyRecorder, irec: &mut Option<LatencyRecorder>, ns: u64) {
-    rec.record(ns);
+fn sample(rec: &mut LatencyRecorder, irec: &mut Option<LatencyRecorder>, forever: bool, ns: u64) {
     if let Some(ir) = irec {
         ir.record(ns);
+    }
+    if !forever {
+        rec.record(ns);
     }
 }
 

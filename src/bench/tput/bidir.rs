@@ -9,10 +9,11 @@ use crate::abort::aborted;
 use crate::affinity;
 use crate::connect::{expect, Control, Deadlines, Message};
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, IntervalFigure};
 
 use super::issuer::{run_issuer, IssuerSet};
 use super::target::{poll_stop, TargetSet};
+use super::threads::drive;
 use super::window::PointCtx;
 use crate::bench::wait::IdleWatch;
 
@@ -32,7 +33,10 @@ pub struct BidirOutcome {
 }
 
 /// Runs this side's issuers and targets together until both sides' issuers
-/// have finished and every WR has landed, then exchanges counts.
+/// have finished and every WR has landed, then exchanges counts. This
+/// side's `--interval`s go to `on_interval` as they end and travel in its
+/// `Stop` report; under `--forever` the peer's `Stop` ends this side's
+/// point too.
 pub fn run_bidir(
     issuers: &mut [IssuerSet],
     target: &mut TargetSet,
@@ -40,12 +44,14 @@ pub fn run_bidir(
     index: u32,
     ctl: &mut dyn Control,
     d: &Deadlines,
+    on_interval: &(dyn Fn(&IntervalFigure) + Sync),
 ) -> Result<BidirOutcome> {
     // The serving thread keeps its own CPU, after the issuer threads'.
     affinity::pin(ctx.side, ctx.point.threads as usize);
     let mut received = vec![0u64; target.set.qps.len()];
     let result = std::thread::scope(|scope| -> Result<(DriverReport, DriverReport)> {
-        let mut issuing = Some(scope.spawn(|| run_issuer(issuers, ctx)));
+        let mut issuing =
+            Some(scope.spawn(|| drive(ctx.intervals, on_interval, || run_issuer(issuers, ctx))));
         let mut mine: Option<DriverReport> = None;
         let mut peer: Option<DriverReport> = None;
         let mut buf = target.arrivals();
@@ -65,21 +71,34 @@ pub fn run_bidir(
                     if aborted() {
                         return Err(Error::Interrupted);
                     }
+                    if ctx.spec.live.forever && peer.is_none() {
+                        peer = poll_stop(ctl, index)?;
+                        if let (Some(b), Some(_)) = (ctx.intervals, &peer) {
+                            // The peer stopped, so does this side.
+                            b.end_forever();
+                        }
+                    }
                     std::thread::sleep(std::time::Duration::from_millis(1));
                     continue;
                 }
-                let report = expect(ctl, "stop", d.passive(), |m| match m {
-                    Message::Stop { index: i, report } if *i == index => {
-                        Some(std::mem::take(report))
-                    }
-                    _ => None,
-                })?;
-                peer = Some(report);
+                if peer.is_none() {
+                    let report = expect(ctl, "stop", d.passive(), |m| match m {
+                        Message::Stop { index: i, report } if *i == index => {
+                            Some(std::mem::take(report))
+                        }
+                        _ => None,
+                    })?;
+                    peer = Some(report);
+                }
             } else if target.drain(&mut received, &mut buf)? > 0 {
                 watch.busy();
                 continue;
             } else if peer.is_none() && watch.idle()? {
                 peer = poll_stop(ctl, index)?;
+                if let (Some(b), Some(_), None) = (ctx.intervals, &peer, &mine) {
+                    // --forever: the peer stopped, so does this side.
+                    b.end_forever();
+                }
             }
             if let (Some(m), Some(p)) = (&mine, &peer) {
                 // The peer's WRs have all completed: count what is still queued.

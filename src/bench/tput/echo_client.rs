@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, ToStop};
 use crate::spec::{EchoVerb, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
@@ -19,6 +19,7 @@ use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::{arm_all, take_event, Patience};
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
+use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
 use super::window::PointCtx;
 
@@ -286,6 +287,9 @@ fn echo_client_thread(
     let mut arrivals = ArrivalBuf::new();
     let mut base = vec![0u64; n];
     let mut at_end = vec![0u64; n];
+    // --forever: round trips per QP at the last published interval.
+    let mut kept = vec![0u64; n];
+    let mut to_stop = None;
     let patience = Patience::new(*clock, spec.timeout_s);
     let sq_room = s.req.qps[0].max_send_wr() as u64 - 1;
     let qpn = s.req.qps[0].qpn();
@@ -311,6 +315,9 @@ fn echo_client_thread(
     // every round trip that comes back; a timed run counts those completed
     // inside the window.
     let limit = window.iters.unwrap_or(u64::MAX);
+    // --rate: one token bucket per request QP, started now (the warm-up is
+    // paced too), as the inbound/outbound issuer's.
+    let mut pacers = QpPacers::for_thread(ctx, n, t0);
     let mut last_progress = t0;
     let mut stopping = false;
     let mut stopped_at = t0;
@@ -322,15 +329,32 @@ fn echo_client_thread(
         }
         let now = clock.now();
         if !stopping && win.interval_due(now) {
-            win.mark_interval(now, fl.done.iter().sum::<u64>() - base.iter().sum::<u64>());
+            let ops = fl.done.iter().sum::<u64>() - base.iter().sum::<u64>();
+            if win.mark_interval(now, ops) {
+                kept.copy_from_slice(&fl.done);
+            }
         }
         if !stopping && win.over(now) {
             // Stop issuing; round trips still in flight are drained, not counted.
             stopping = true;
-            at_end.copy_from_slice(&fl.done);
-            stopped_at = now;
             counters = win.close();
             wakeups = woken(s).zip(woken_before).map(|(a, b)| a - b);
+            match win.kept() {
+                // --forever: the window kept ends at the last whole
+                // interval; the counters and CPU times cover it up to now.
+                Some((at, _)) => {
+                    to_stop = Some(ToStop {
+                        window_s: counters.window_s,
+                        ops: fl.done.iter().sum::<u64>() - base.iter().sum::<u64>(),
+                    });
+                    at_end.copy_from_slice(&kept);
+                    stopped_at = at;
+                }
+                None => {
+                    at_end.copy_from_slice(&fl.done);
+                    stopped_at = now;
+                }
+            }
         }
         if !stopping && window.iters.is_some() && tx.posted.iter().all(|&p| p >= limit) {
             stopping = true;
@@ -339,6 +363,10 @@ fn echo_client_thread(
         if win.opens(now) {
             base.copy_from_slice(&fl.done);
             woken_before = woken(s);
+            kept.copy_from_slice(&fl.done);
+            if let Some(pacers) = pacers.as_mut() {
+                pacers.restart(now);
+            }
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
@@ -358,12 +386,20 @@ fn echo_client_thread(
             last_sweep = now;
         }
         let mut progress = false;
+        // Waiting for tokens is not a stalled server.
+        let mut pacing = false;
         if !stopping {
             for q in 0..n {
                 for k in 0..w {
                     let i = q * w + k;
                     if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
                         continue;
+                    }
+                    if let Some(pacers) = pacers.as_mut() {
+                        if !pacers.take(q, now, 1) {
+                            pacing = true;
+                            break;
+                        }
                     }
                     let at = s.req.offset(q) + layout.request(k) + last;
                     s.req.mr.write_u8(at, marker(fl.gen[i]));
@@ -380,7 +416,8 @@ fn echo_client_thread(
                 }
             }
         }
-        if quiet && fl.in_flight > 0 {
+        // (Not while a QP waits for --rate tokens: they come with time, not an event.)
+        if quiet && fl.in_flight > 0 && !pacing {
             sleep_for_responses(&s.req)?;
         }
         // Responses.
@@ -421,6 +458,8 @@ fn echo_client_thread(
         if progress || k > 0 {
             last_progress = now;
             last_landing = now;
+        } else if pacing {
+            last_progress = now;
         } else if !stopping {
             // (A drain has its own bound: drain_limit.)
             patience.check_stall(last_progress, now, || {
@@ -440,7 +479,8 @@ fn echo_client_thread(
         tx.completions,
     )
     .with_counters(counters)
-    .with_wakeups(wakeups))
+    .with_wakeups(wakeups)
+    .with_to_stop(to_stop))
 }
 
 /// `--events` (SEND requests and SEND responses): once a pass has found the

@@ -3,11 +3,10 @@
 //! `signal_period` signaled.
 
 use std::sync::Barrier;
-use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::report::DriverReport;
+use crate::report::{DriverReport, ToStop};
 use crate::spec::AtomicOp;
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
@@ -17,7 +16,7 @@ use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
 use super::super::wait::{arm_all, take_event, Patience};
 use super::completions::{SendTracker, WrId};
-use super::pace::Pacer;
+use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
 use super::window::PointCtx;
 
@@ -131,6 +130,8 @@ fn issue_thread(
     let mut tx = SendTracker::new(n);
     let mut last_signaled = vec![0u64; n];
     let mut base = vec![0u64; n];
+    // --forever: what each QP had posted at the last published interval.
+    let mut kept = vec![0u64; n];
     let verb = wc_label(spec.verb, spec.op);
     // Each CAS finds the value the previous one on its QP left (WRs of one
     // QP execute in order), so the word really moves and its final value
@@ -156,13 +157,7 @@ fn issue_thread(
     let mut woken_before = woken();
     let t0 = win.opened();
     // --rate: one token bucket per QP, started now (the warm-up is paced too).
-    let ticks_per_s = clock.ticks(Duration::from_secs(1)) as f64;
-    let mut pacers: Option<Vec<Pacer>> = spec.rate.map(|r| {
-        let (ops, burst) = (r.per_qp_ops(p.total_qps()), r.burst_for(p.postlist));
-        (0..n)
-            .map(|_| Pacer::new(ops, burst, p.window, ticks_per_s, t0))
-            .collect()
-    });
+    let mut pacers = QpPacers::for_thread(ctx, n, t0);
     // Under a hold, the window ends when the hold is released (the
     // duration is only the floor of a free-running window).
     let mut open = spec.warmup_s == 0.0 || window.iters.is_some();
@@ -176,10 +171,10 @@ fn issue_thread(
         }
         let now = clock.now();
         if win.interval_due(now) {
-            win.mark_interval(
-                now,
-                tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>(),
-            );
+            let ops = tx.posted.iter().sum::<u64>() - base.iter().sum::<u64>();
+            if win.mark_interval(now, ops) {
+                kept.copy_from_slice(&tx.posted);
+            }
         }
         let done = match window.iters {
             None => match ctx.hold {
@@ -193,12 +188,11 @@ fn issue_thread(
         }
         if win.opens(now) {
             base.copy_from_slice(&tx.posted);
+            kept.copy_from_slice(&tx.posted);
             woken_before = woken();
             open = true;
             if let Some(pacers) = pacers.as_mut() {
-                for pacer in pacers.iter_mut() {
-                    pacer.restart(now);
-                }
+                pacers.restart(now);
             }
             if let Some(h) = ctx.hold {
                 h.opened();
@@ -214,7 +208,7 @@ fn issue_thread(
                     break;
                 }
                 if let Some(pacers) = pacers.as_mut() {
-                    if !pacers[q].take(now, pl) {
+                    if !pacers.take(q, now, pl) {
                         // Waiting for tokens is not a stalled peer.
                         progress = true;
                         pacing = true;
@@ -285,7 +279,19 @@ fn issue_thread(
     // An --iters run's window ends when its last WR has completed.
     let counters = win.close();
     let wakeups = woken().zip(woken_before).map(|(now, before)| now - before);
-    let per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
+    let mut per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
+    let mut closed_at = closed_at;
+    // --forever: the window kept ends at the last whole interval; the
+    // counters and CPU times above cover it up to the stop.
+    let mut to_stop = None;
+    if let Some((at, _)) = win.kept() {
+        to_stop = Some(ToStop {
+            window_s: counters.window_s,
+            ops: per_qp.iter().sum(),
+        });
+        per_qp = kept.iter().zip(&base).map(|(k, b)| k - b).collect();
+        closed_at = at;
+    }
     // Make the last WR of every QP signaled, so everything posted retires.
     for (q, list) in lists.iter_mut().enumerate() {
         if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
@@ -310,6 +316,7 @@ fn issue_thread(
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
             .with_counters(counters)
-            .with_wakeups(wakeups),
+            .with_wakeups(wakeups)
+            .with_to_stop(to_stop),
     )
 }

@@ -6,7 +6,47 @@
 //! and the offered rate does not drift. The bucket holds at most `cap`
 //! tokens (a QP's window): after a stall it catches up by at most one
 //! window, so a hiccup cannot turn into a long full-speed burst. The
-//! issuer spins on it; nothing here sleeps or calls the OS.
+//! issuer spins on it; nothing here sleeps or calls the OS. `QpPacers` is
+//! one issuing thread's buckets, one per QP, shared by the inbound/outbound
+//! issuer and the echo client.
+
+use std::time::Duration;
+
+use super::window::PointCtx;
+
+/// One bucket per QP of an issuing thread (`--rate`), each offered its
+/// QP's share of the point's rate.
+pub struct QpPacers(Vec<Pacer>);
+
+impl QpPacers {
+    /// The buckets of a thread with `qps` QPs, started at `now`; `None`
+    /// without `--rate`. A refill holds `--burst` WRs, or one post's worth.
+    pub fn for_thread(ctx: &PointCtx<'_>, qps: usize, now: u64) -> Option<Self> {
+        let (spec, p) = (ctx.spec, ctx.point);
+        let r = spec.rate?;
+        let ticks_per_s = ctx.clock.ticks(Duration::from_secs(1)) as f64;
+        let ops = r.per_qp_ops(p.total_qps());
+        let burst = r.burst_for(spec.wrs_per_post(p));
+        Some(QpPacers(
+            (0..qps)
+                .map(|_| Pacer::new(ops, burst, p.window, ticks_per_s, now))
+                .collect(),
+        ))
+    }
+
+    /// Restarts every bucket at `now` (the measured window opens).
+    pub fn restart(&mut self, now: u64) {
+        for pacer in &mut self.0 {
+            pacer.restart(now);
+        }
+    }
+
+    /// Takes `n` tokens from QP `q`'s bucket if it holds them at `now`.
+    #[inline(always)]
+    pub fn take(&mut self, q: usize, now: u64, n: u64) -> bool {
+        self.0[q].take(now, n)
+    }
+}
 
 /// One QP's bucket: `burst` tokens (WRs) per refill, `rate` WRs per second.
 pub struct Pacer {

@@ -14,7 +14,7 @@ use crate::verbs::Transport;
 
 use super::super::cm::{self, Listener};
 use super::super::group::Rendezvous;
-use super::super::intervals::{add_tail, watch, IntervalBoard};
+use super::super::intervals::IntervalBoard;
 use super::super::ops::{atomic_mismatch, needs_inline_limit, posts_inline};
 use super::super::port::Port;
 use super::bidir::run_bidir;
@@ -23,6 +23,7 @@ use super::echo_server::run_echo_server;
 use super::hold::LoadHold;
 use super::issuer::run_issuer;
 use super::target::run_target;
+use super::threads::drive;
 use super::window::PointCtx;
 use super::{EchoClients, EchoServer, PointSide};
 
@@ -60,23 +61,6 @@ pub struct Reverse {
     pub received: Vec<u64>,
     /// Atomics: operations the client's words do not account for.
     pub verify_failures: Option<u64>,
-}
-
-/// Runs a driving side's threads while its intervals go to `on_interval` as
-/// they end; returns its report with every interval (the last piece of a
-/// finite window included).
-fn drive(
-    board: Option<&IntervalBoard>,
-    on_interval: &(dyn Fn(&IntervalFigure) + Sync),
-    work: impl FnOnce() -> Result<DriverReport>,
-) -> Result<DriverReport> {
-    let (report, intervals) = watch(board, on_interval, work);
-    let mut report = report?;
-    report.intervals = intervals;
-    if let Some(tail) = add_tail(&mut report.intervals, report.ops, report.elapsed_s) {
-        on_interval(tail);
-    }
-    Ok(report)
 }
 
 /// The device limits `spec` is checked against: inline limits are probed
@@ -256,7 +240,7 @@ fn run_tput_client_with(
             PointSide::Both { issuers, target } => {
                 // The server's receives were posted before it said ready, ours just now.
                 ctl.send(&Message::Go { index })?;
-                let b = run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                let b = run_bidir(issuers, target, &ctx, index, ctl, &d, &shown)?;
                 // Each side's CPU comes in its issuers' report.
                 let peer_cpu = b.peer.cpu;
                 reverse = Some(Reverse {
@@ -409,7 +393,8 @@ pub fn serve_tput(
             PointSide::Both { issuers, target } => {
                 // The client posts its receives, then says go; both issue at once.
                 expect_go(ctl, index, &d)?;
-                run_bidir(issuers, target, &ctx, index, ctl, &d)?;
+                // Its intervals travel in its Stop report.
+                run_bidir(issuers, target, &ctx, index, ctl, &d, &|_| {})?;
                 continue;
             }
             PointSide::Target(set) => {

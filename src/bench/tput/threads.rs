@@ -6,8 +6,9 @@ use std::sync::Barrier;
 use crate::affinity::{self, Side};
 use crate::cpu_use::CpuUse;
 use crate::error::{Error, Result};
-use crate::report::{CounterDeltas, DriverReport, ThreadFigure};
+use crate::report::{CounterDeltas, DriverReport, IntervalFigure, ThreadFigure, ToStop};
 
+use super::super::intervals::{add_tail, watch, IntervalBoard};
 use super::window::WindowEdges;
 
 /// What one driving thread hands back.
@@ -20,6 +21,7 @@ pub struct ThreadResult {
     completions: u64,
     counters: Option<CounterDeltas>,
     cpu: Option<CpuUse>,
+    to_stop: Option<ToStop>,
     wakeups: Option<u64>,
 }
 
@@ -55,6 +57,7 @@ impl ThreadResult {
             completions,
             counters: None,
             cpu: None,
+            to_stop: None,
             wakeups: None,
         }
     }
@@ -70,6 +73,13 @@ impl ThreadResult {
     pub fn with_counters(mut self, edges: WindowEdges) -> Self {
         self.counters = edges.counters;
         self.cpu = edges.cpu;
+        self
+    }
+
+    /// `--forever`: this thread's window up to the stop (its `ops` and
+    /// `elapsed_s` covering the kept intervals only).
+    pub fn with_to_stop(mut self, to_stop: Option<ToStop>) -> Self {
+        self.to_stop = to_stop;
         self
     }
 }
@@ -121,6 +131,28 @@ pub fn run_threads<S: Send>(
         if let Some(w) = r.wakeups {
             report.event_wakeups = Some(report.event_wakeups.unwrap_or(0) + w);
         }
+        // The first thread's span (its edges were read), every thread's ops.
+        if let Some(t) = r.to_stop {
+            let all = report.to_stop.get_or_insert(ToStop { ops: 0, ..t });
+            all.ops += t.ops;
+        }
+    }
+    Ok(report)
+}
+
+/// Runs a driving side's threads while its intervals go to `on_interval` as
+/// they end; returns its report with every interval (the last piece of a
+/// finite window included).
+pub fn drive(
+    board: Option<&IntervalBoard>,
+    on_interval: &(dyn Fn(&IntervalFigure) + Sync),
+    work: impl FnOnce() -> Result<DriverReport>,
+) -> Result<DriverReport> {
+    let (report, intervals) = watch(board, on_interval, work);
+    let mut report = report?;
+    report.intervals = intervals;
+    if let Some(tail) = add_tail(&mut report.intervals, report.ops, report.elapsed_s) {
+        on_interval(tail);
     }
     Ok(report)
 }

@@ -119,9 +119,18 @@ impl ThreadWindow<'_> {
     }
 
     /// Publishes the interval that ended at `now` (once per interval, so a
-    /// sum over QPs here costs the loop nothing that matters).
-    pub fn mark_interval(&mut self, now: u64, ops: u64) {
-        self.marks.mark(now, ops, None);
+    /// sum over QPs here costs the loop nothing that matters); false when
+    /// nothing was published (a `--forever` stop drops the interval).
+    pub fn mark_interval(&mut self, now: u64, ops: u64) -> bool {
+        self.marks.mark(now, ops, None)
+    }
+
+    /// `--forever` once `over`: where the kept window ends (its last
+    /// published boundary) and the ops counted up to it; `None` otherwise.
+    pub fn kept(&self) -> Option<(u64, u64)> {
+        self.marks
+            .stopped()
+            .then(|| (self.marks.last_at(), self.marks.last_ops()))
     }
 
     /// When the window opened (its start until then).
@@ -132,7 +141,12 @@ impl ThreadWindow<'_> {
     /// What the device counters and the CPUs did since the window opened
     /// (thread 0; nothing on other threads).
     pub fn close(&self) -> WindowEdges {
-        self.edges.close()
+        let mut e = self.edges.close();
+        e.window_s = self
+            .clock
+            .to_ns(self.clock.now().wrapping_sub(self.timer.opened)) as f64
+            / 1e9;
+        e
     }
 }
 
@@ -141,6 +155,8 @@ impl ThreadWindow<'_> {
 pub struct WindowEdges {
     pub counters: Option<CounterDeltas>,
     pub cpu: Option<CpuUse>,
+    /// How long the window had been open when they were read.
+    pub window_s: f64,
 }
 
 /// Where the measured window starts and ends, shared by all threads of a point.
@@ -196,6 +212,7 @@ impl CounterEdges<'_> {
         WindowEdges {
             counters: self.counters.map(|c| c.delta(&self.before, &c.read())),
             cpu,
+            window_s: 0.0,
         }
     }
 }
