@@ -110,11 +110,15 @@ impl TputPoint {
     }
 
     /// Receive-queue depth of a SEND sink QP: room for two full windows
-    /// plus a batch being reposted, and at least perftest's 512, so a sender
-    /// is not slowed by RNR NAKs while the sink thread catches up; whole
-    /// batches of 32.
+    /// plus a batch being reposted, and at least perftest's 512; with few
+    /// QPs, an even share of `SINK_RECEIVES` (up to 4096 each). A sender's
+    /// window reopens when its receive is consumed, not when the sink thread
+    /// reposts it, so the depth is how long the sink may be descheduled
+    /// before senders take RNR NAKs: 512 receives are a few ms at soft-RoCE
+    /// rates and were run dry by a busy host. Whole batches of 32.
     pub fn sink_rq_depth(&self) -> u32 {
-        (2 * self.window + 32).max(512).div_ceil(32) * 32
+        let share = (SINK_RECEIVES / self.total_qps().max(1)).min(4096);
+        (2 * self.window + 32).max(512).max(share).div_ceil(32) * 32
     }
 
     /// The receives a SEND sink's shared receive queue is given: as many as
@@ -203,6 +207,9 @@ pub struct TputSpec {
 /// Largest QP count, thread count, window and period the tool accepts
 /// (devices may allow less; they are checked separately).
 pub const MAX_QPS: u32 = 4096;
+/// Receives a SEND sink keeps posted over all its QPs when few QPs share
+/// them (`TputPoint::sink_rq_depth`).
+const SINK_RECEIVES: u32 = 16384;
 pub const MAX_THREADS: u32 = 64;
 pub const MAX_WINDOW: u32 = 16384;
 
@@ -649,11 +656,15 @@ mod tput_tests {
         s.srq = true;
         assert_eq!(s.points[0].srq_depth(), 512);
         s.validate_device(&dev).unwrap();
-        // A sink's SRQ holds what its QPs' own queues would (512 each) as
-        // far as the device allows, and never less than the windows need.
-        assert_eq!(s.points[0].sink_srq_depth(4096), 512);
+        // A sink's SRQ holds what its QPs' own queues would as far as the
+        // device allows, and never less than the windows need.
+        assert_eq!(s.points[0].sink_rq_depth(), 4096);
+        assert_eq!(s.points[0].sink_srq_depth(4096), 4096);
+        assert_eq!(s.points[0].sink_srq_depth(1024), 1024);
         s.points[0].qps = 4;
-        assert_eq!(s.points[0].sink_srq_depth(4096), 2048);
+        assert_eq!(s.points[0].sink_srq_depth(1 << 20), 16384);
+        s.points[0].qps = 64; // 16384 / 64 is below perftest's 512
+        assert_eq!(s.points[0].sink_rq_depth(), 512);
         s.points[0].qps = 16;
         assert_eq!(s.points[0].sink_srq_depth(4100), 4096);
         s.validate_device(&dev).unwrap();
