@@ -9,26 +9,8 @@
 use rdma_bench::results::TputRecord;
 
 use super::bidir_srq::{check_directions, check_packets, counted_run};
+use super::events_tput_serve::assert_woken;
 use super::{ipv4, start_server};
-
-/// Events taken in the window: some, and no more than the completions the
-/// record polled (each event needs a completion after its CQ's arming).
-fn assert_woken(what: &str, r: &TputRecord) -> u64 {
-    assert!(r.events, "{what}: record says events: {r:?}");
-    let woke = r
-        .event_wakeups
-        .unwrap_or_else(|| panic!("{what}: no event_wakeups with --events: {r:?}"));
-    eprintln!(
-        "MEASURED: {what}: {} ops, {} completions, {woke} events taken, {:.4} Mops",
-        r.ops, r.completions, r.mops
-    );
-    assert!(
-        woke > 0 && woke <= r.completions,
-        "{what}: {woke} events for {} completions",
-        r.completions
-    );
-    woke
-}
 
 /// An echo SEND/SEND --iters run with --events: every round trip counted,
 /// the server saw each request, and the device counted two UD SENDs (one

@@ -17,7 +17,7 @@ use super::{
 /// Events taken over the window: some (the issuer went through the channel)
 /// and no more than the completions polled (each event needs a completion
 /// after the arm that precedes it).
-fn assert_woken(what: &str, r: &TputRecord) -> u64 {
+pub(super) fn assert_woken(what: &str, r: &TputRecord) -> u64 {
     assert!(r.events, "{what}: record says events: {r:?}");
     let woke = r
         .event_wakeups
