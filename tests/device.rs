@@ -1309,9 +1309,13 @@ fn tput_window_with_1024_qps_lasts_what_was_asked() {
         (r.ops / 1024 > 1) && r.ops < r.sent,
         "more than one pass in the window: {r:?}"
     );
+    // The issuer checks the deadline once per pass over its QPs, and a pass
+    // over 1024 QPs under TCG takes tens of ms, so the window ends that much
+    // late (elapsed_s says so): 0.528 to 0.556 s over five clean-clone runs.
+    // A collapsed window (the bug this guards) lasted a fraction of 0.5 s.
     assert!(
-        (0.45..=0.55).contains(&r.elapsed_s),
-        "elapsed_s {} is not within 10% of the 0.5 s asked for",
+        (0.45..=0.60).contains(&r.elapsed_s),
+        "elapsed_s {} is not within -10%/+20% of the 0.5 s asked for",
         r.elapsed_s
     );
     // Every op is a WRITE and its ACK on the device; the device also retires
