@@ -6,7 +6,9 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use rdma_bench::export::{CsvExporter, Exporter, JsonExporter};
-use rdma_bench::results::{LatencyRecord, Record, ResultsDoc};
+use rdma_bench::results::{
+    LatencyRecord, MemoryFields, PathFields, PostingFields, Record, ResultsDoc,
+};
 use rdma_bench::stats::LatencyRecorder;
 use rdma_bench::verbs::SendList;
 
@@ -57,24 +59,30 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         metric: "half_rtt".into(),
         transport: "rc".into(),
         size: 64,
-        inline: true,
-        inline_size: None,
-        imm: false,
-        op: None,
-        sge: 1,
-        events: false,
-        post_api: Default::default(),
+        posting: PostingFields {
+            inline: true,
+            inline_size: None,
+            imm: false,
+            op: None,
+            sge: 1,
+            events: false,
+            post_api: Default::default(),
+        },
         event_wakeups: None,
-        tclass: None,
-        sl: None,
-        flow_label: None,
-        mtu: None,
+        path: PathFields {
+            tclass: None,
+            sl: None,
+            flow_label: None,
+            mtu: None,
+        },
         bidirectional: false,
         srq: false,
-        hugepages: false,
-        mr_per_qp: false,
-        region: None,
-        offsets: "fixed".into(),
+        memory: MemoryFields {
+            hugepages: false,
+            mr_per_qp: false,
+            region: None,
+            offsets: "fixed".into(),
+        },
         connection: "gid".into(),
         iters: 100_000,
         warmup_dropped: 1000,

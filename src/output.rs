@@ -224,7 +224,7 @@ impl Console {
         let mut line = format!(
             "{:>10} {:>6} {:>10} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>11.2} {:>10.2} {:>10.2} {:>10.2}",
             r.size,
-            if r.inline { "yes" } else { "no" },
+            if r.posting.inline { "yes" } else { "no" },
             r.iters,
             us(s.min_ns),
             us(s.p50_ns),
@@ -366,7 +366,7 @@ impl Console {
             opt(r.received),
             opt(r.lost)
         );
-        if r.inline_size.is_some() && r.inline {
+        if r.posting.inline_size.is_some() && r.posting.inline {
             line.push_str("  inline");
         }
         if let Some(dirs) = &r.directions {

@@ -11,6 +11,9 @@ use crate::cpu_use::CpuUse;
 use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure, ToStop};
 use crate::stats::LatencyStats;
 
+mod fields;
+pub use fields::{MemoryFields, PathFields, PostingFields};
+
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The schema versions this build reads (`compare`, `run --resume`); a new
@@ -267,25 +270,9 @@ pub struct TputRecord {
     pub direction: String,
     pub transport: String,
     pub size: u32,
-    /// Whether this point's payloads were posted inline (decided per size).
-    pub inline: bool,
-    /// `-I SIZE` as requested: payloads of at most SIZE bytes were inlined
-    /// (absent: no limit was asked; `inline` then says `--inline` or neither).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inline_size: Option<u32>,
-    pub imm: bool,
-    pub op: Option<String>,
-    /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
-    #[serde(default = "crate::spec::one_sge")]
-    pub sge: u32,
-    /// Whether completions were awaited on a completion channel (`--events`;
-    /// files before it: false). Latency then includes the wake-up.
-    #[serde(default)]
-    pub events: bool,
-    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
-    /// files before `--post-api`: classic.
-    #[serde(default)]
-    pub post_api: crate::spec::PostApi,
+    /// `inline` to `post_api` (see `PostingFields`).
+    #[serde(flatten)]
+    pub posting: PostingFields,
     /// `--events`: completion-channel events the issuing threads took over
     /// the measured window (a witness that they slept on the channel rather
     /// than spinning); absent without events.
@@ -294,16 +281,9 @@ pub struct TputRecord {
     /// Echo only: request and response verbs.
     pub req: Option<String>,
     pub resp: Option<String>,
-    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
-    /// where not given (traffic class, SL and flow label 0, the active MTU).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tclass: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sl: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow_label: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u32>,
+    /// `tclass`, `sl`, `flow_label`, `mtu` (see `PathFields`).
+    #[serde(flatten)]
+    pub path: PathFields,
     /// `--bidirectional`: both sides issued at once; `ops`, `mops`, `sent`,
     /// `received` and `completions` are then the sums of `directions`
     /// (files before it: false).
@@ -315,17 +295,9 @@ pub struct TputRecord {
     /// Bidirectional only: what each side issued, the client's first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub directions: Option<Vec<DirectionFigure>>,
-    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
-    /// files before them: heap buffers, one registration per thread, one slot.
-    #[serde(default)]
-    pub hugepages: bool,
-    #[serde(default)]
-    pub mr_per_qp: bool,
-    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
-    #[serde(default)]
-    pub region: Option<u64>,
-    #[serde(default = "fixed_offsets")]
-    pub offsets: String,
+    /// `hugepages`, `mr_per_qp`, `region`, `offsets` (see `MemoryFields`).
+    #[serde(flatten)]
+    pub memory: MemoryFields,
     /// How the QPs were connected: "gid" (GIDs and QP numbers over the
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
@@ -571,56 +543,25 @@ pub struct LatencyRecord {
     pub metric: String,
     pub transport: String,
     pub size: u32,
-    /// Whether this point's payloads were posted inline (decided per size).
-    pub inline: bool,
-    /// `-I SIZE` as requested: payloads of at most SIZE bytes were inlined
-    /// (absent: no limit was asked; `inline` then says `--inline` or neither).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inline_size: Option<u32>,
-    pub imm: bool,
-    pub op: Option<String>,
-    /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
-    #[serde(default = "crate::spec::one_sge")]
-    pub sge: u32,
-    /// Whether completions were awaited on a completion channel (`--events`;
-    /// files before it: false). Latency then includes the wake-up.
-    #[serde(default)]
-    pub events: bool,
-    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
-    /// files before `--post-api`: classic.
-    #[serde(default)]
-    pub post_api: crate::spec::PostApi,
+    /// `inline` to `post_api` (see `PostingFields`).
+    #[serde(flatten)]
+    pub posting: PostingFields,
     /// `--events`: completion-channel wake-ups of the client over the
     /// measured iterations (a witness that it slept); absent without events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_wakeups: Option<u64>,
-    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
-    /// where not given (traffic class, SL and flow label 0, the active MTU).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tclass: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sl: Option<u8>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow_label: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u32>,
+    /// `tclass`, `sl`, `flow_label`, `mtu` (see `PathFields`).
+    #[serde(flatten)]
+    pub path: PathFields,
     /// `--bidirectional` and `--srq` are throughput options: a latency
     /// point is always neither (recorded so every record carries them).
     #[serde(default)]
     pub bidirectional: bool,
     #[serde(default)]
     pub srq: bool,
-    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
-    /// files before them: heap buffers, one registration per thread, one slot.
-    #[serde(default)]
-    pub hugepages: bool,
-    #[serde(default)]
-    pub mr_per_qp: bool,
-    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
-    #[serde(default)]
-    pub region: Option<u64>,
-    #[serde(default = "fixed_offsets")]
-    pub offsets: String,
+    /// `hugepages`, `mr_per_qp`, `region`, `offsets` (see `MemoryFields`).
+    #[serde(flatten)]
+    pub memory: MemoryFields,
     /// How the QPs were connected: "gid" (GIDs and QP numbers over the
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
@@ -861,11 +802,6 @@ pub fn utc_timestamp(unix_s: u64) -> String {
         secs / 60 % 60,
         secs % 60
     )
-}
-
-/// `offsets` of a record written before `--offsets` existed.
-fn fixed_offsets() -> String {
-    "fixed".into()
 }
 
 pub fn now_utc() -> String {

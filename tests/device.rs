@@ -157,7 +157,9 @@ fn write_pingpong_sizes_2_to_4096() {
         &["write", "-s", "2..4096", "-n", ITERS_S, "--warmup", "50"],
     );
     check_points(&doc, &csv, &pow2(2, 4096), ITERS);
-    assert!(doc.latency().all(|r| r.metric == "half_rtt" && !r.inline));
+    assert!(doc
+        .latency()
+        .all(|r| r.metric == "half_rtt" && !r.posting.inline));
     let r = doc.latency().next().unwrap();
     let rtt = r.rtt_p50_ns.unwrap();
     assert!(
@@ -175,7 +177,7 @@ fn write_inline_up_to_max_inline_and_refused_above() {
         &["write", "--inline", "-s", "2..512", "-n", ITERS_S],
     );
     check_points(&doc, &csv, &pow2(2, 512), ITERS);
-    assert!(doc.latency().all(|r| r.inline));
+    assert!(doc.latency().all(|r| r.posting.inline));
     let out = run(&["write", "--inline", "-s", "4096", "-d", &device()]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -211,7 +213,7 @@ fn send_pingpong_plain_imm_and_transports() {
         &["send", "--imm", "-s", "2,64,1024", "-n", ITERS_S],
     );
     check_points(&doc, &csv, &[2, 64, 1024], ITERS);
-    assert!(doc.latency().all(|r| r.imm));
+    assert!(doc.latency().all(|r| r.posting.imm));
     let (doc, csv) = latency(
         "senduc",
         &["send", "-c", "uc", "-s", "2,64,1024", "-n", ITERS_S],
@@ -242,7 +244,7 @@ fn write_over_uc_and_echo() {
     let max_inline = doc.device.max_inline;
     for r in doc.latency() {
         assert_eq!(
-            r.inline,
+            r.posting.inline,
             r.size <= max_inline,
             "echo inlines when it fits: {r:?}"
         );
@@ -258,7 +260,10 @@ fn atomics_verify_their_results() {
     for op in ["fadd", "cas"] {
         let (doc, csv) = latency(op, &["atomic", "--op", op, "-n", ITERS_S]);
         check_points(&doc, &csv, &[8], ITERS);
-        assert_eq!(doc.latency().next().unwrap().op.as_deref(), Some(op));
+        assert_eq!(
+            doc.latency().next().unwrap().posting.op.as_deref(),
+            Some(op)
+        );
         assert_eq!(doc.latency().next().unwrap().verify_failures, 0);
     }
 }
@@ -393,7 +398,7 @@ fn write_half_rtt_agrees_with_perftest_within_1_5x() {
         "rdma-bench min {ours_min} us vs perftest t_min {pt_min} us: ratio {ratio:.2} outside (0.67, 1.5)"
     );
     assert!(
-        !doc.latency().next().unwrap().inline,
+        !doc.latency().next().unwrap().posting.inline,
         "like for like: no inline"
     );
 }
@@ -474,7 +479,7 @@ fn tput_write_read_atomic_inbound_and_outbound() {
             &["write", "--inline", "--tput", dir, "-c", "rc,uc"],
         );
         check_sweep(&doc, &["rc", "uc"]);
-        assert!(doc.throughput().all(|r| r.inline));
+        assert!(doc.throughput().all(|r| r.posting.inline));
         let doc = tput(&format!("r{dir}"), &["read", "--tput", dir]);
         check_sweep(&doc, &["rc"]);
         let doc = tput(
@@ -519,7 +524,7 @@ fn tput_send_counts_match_on_the_receiver() {
         ],
     );
     for r in doc.throughput() {
-        assert!(r.imm && r.mops > 0.0);
+        assert!(r.posting.imm && r.mops > 0.0);
         // UD may drop; the record says how many.
         assert_eq!(r.received.unwrap() + r.lost.unwrap(), r.sent, "{r:?}");
     }
@@ -1392,7 +1397,7 @@ fn size_zero_write_send_and_imm_completion_latency_and_throughput() {
         let r = doc.latency().next().unwrap();
         let what = format!("{args:?} -s 0");
         assert_eq!(r.size, 0, "{what}");
-        assert_eq!(r.sge, 1, "{what}");
+        assert_eq!(r.posting.sge, 1, "{what}");
         assert_eq!(r.iters, 2000, "{what}");
         assert_eq!(r.metric, "completion", "{what}");
         assert!(r.stats.p50_ns > 0.0, "{what}");
@@ -1462,7 +1467,7 @@ fn sge_splits_payloads_and_is_refused_above_max_sge() {
     let (doc, csv) = latency("sge4pp", &["write", "-s", "64", "--sge", "4", "-n", "200"]);
     check_points(&doc, &csv, &[64], 200);
     let r = doc.latency().next().unwrap();
-    assert_eq!((r.sge, r.metric.as_str()), (4, "half_rtt"));
+    assert_eq!((r.posting.sge, r.metric.as_str()), (4, "half_rtt"));
     let (doc, _) = latency(
         "sge4s",
         &[
@@ -1476,16 +1481,16 @@ fn sge_splits_payloads_and_is_refused_above_max_sge() {
             "200",
         ],
     );
-    assert_eq!(doc.latency().next().unwrap().sge, 3);
+    assert_eq!(doc.latency().next().unwrap().posting.sge, 3);
     // READ scatters into several SGEs; inline gathers several (the provider copies them).
     let (doc, _) = latency("sge4r", &["read", "-s", "4096", "--sge", "32", "-n", "200"]);
-    assert_eq!(doc.latency().next().unwrap().sge, 32);
+    assert_eq!(doc.latency().next().unwrap().posting.sge, 32);
     let (doc, _) = latency(
         "sge4i",
         &["write", "--inline", "-s", "64", "--sge", "4", "-n", "200"],
     );
     let r = doc.latency().next().unwrap();
-    assert!(r.inline && r.sge == 4, "{r:?}");
+    assert!(r.posting.inline && r.posting.sge == 4, "{r:?}");
     let (doc, csv) = latency(
         "sge4t",
         &[
@@ -1493,7 +1498,7 @@ fn sge_splits_payloads_and_is_refused_above_max_sge() {
         ],
     );
     let r = doc.throughput().next().unwrap();
-    assert_eq!((r.sge, r.size, r.ops), (4, 1024, 500), "{r:?}");
+    assert_eq!((r.posting.sge, r.size, r.ops), (4, 1024, 500), "{r:?}");
     assert!(r.mops > 0.0);
     assert!(csv.lines().next().unwrap().contains(",sge,"), "{csv}");
     let max = device_max_sge();
@@ -1551,7 +1556,7 @@ fn sge_and_size_zero_through_serve() {
             "200",
         ],
     );
-    assert_eq!(doc.latency().next().unwrap().sge, 4);
+    assert_eq!(doc.latency().next().unwrap().posting.sge, 4);
     // Outbound: the server issues, with the client's --sge from the handshake.
     let (doc, _) = latency(
         "sgesrv2",
@@ -1570,7 +1575,7 @@ fn sge_and_size_zero_through_serve() {
         ],
     );
     let r = doc.throughput().next().unwrap();
-    assert_eq!((r.sge, r.ops), (4, 500), "{r:?}");
+    assert_eq!((r.posting.sge, r.ops), (4, 500), "{r:?}");
     assert_eq!(r.received, Some(r.sent), "{r:?}");
 }
 
@@ -1893,7 +1898,7 @@ fn qos_and_path_options_are_applied_recorded_and_refused_above_the_port() {
     let (doc, csv) = latency("qos-lat", &args);
     check_points(&doc, &csv, &[64, 2048], ITERS);
     for r in doc.latency() {
-        check(r.tclass, r.sl, r.flow_label, r.mtu);
+        check(r.path.tclass, r.path.sl, r.path.flow_label, r.path.mtu);
     }
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
@@ -1910,7 +1915,7 @@ fn qos_and_path_options_are_applied_recorded_and_refused_above_the_port() {
     let (doc, _) = latency("qos-none", &["write", "-s", "64", "-n", ITERS_S]);
     let r = doc.latency().next().unwrap();
     assert_eq!(
-        (r.tclass, r.sl, r.flow_label, r.mtu),
+        (r.path.tclass, r.path.sl, r.path.flow_label, r.path.mtu),
         (None, None, None, None)
     );
     // Throughput (UD sends fit the 512 B MTU) and a serve that applies the client's values.
@@ -1922,7 +1927,7 @@ fn qos_and_path_options_are_applied_recorded_and_refused_above_the_port() {
     assert_eq!(doc.throughput().count(), 2);
     for r in doc.throughput() {
         assert!(r.mops > 0.0, "{r:?}");
-        check(r.tclass, r.sl, r.flow_label, r.mtu);
+        check(r.path.tclass, r.path.sl, r.path.flow_label, r.path.mtu);
     }
     let _server = start_server(18671);
     let target = format!("{}:18671", ipv4());
@@ -1931,7 +1936,7 @@ fn qos_and_path_options_are_applied_recorded_and_refused_above_the_port() {
     let (doc, csv) = latency("qos-remote", &args);
     check_points(&doc, &csv, &[64], ITERS);
     let r = doc.latency().next().unwrap();
-    check(r.tclass, r.sl, r.flow_label, r.mtu);
+    check(r.path.tclass, r.path.sl, r.path.flow_label, r.path.mtu);
     // Refusals against the device, exit 2, one line.
     let dev = device();
     let out = run(&["send", "-c", "ud", "-s", "1024", "--mtu", "512", "-d", &dev]);

@@ -15,7 +15,7 @@ use crate::escape::printable;
 use crate::export::write_atomically;
 use crate::output::print_line;
 use crate::output_target::Target;
-use crate::results::{Record, ResultsDoc};
+use crate::results::{MemoryFields, PathFields, Record, ResultsDoc};
 
 /// One file's identity in the comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -58,18 +58,13 @@ pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inli
 /// The parameters that identify a point, as a readable string (also the match key).
 /// The QoS and path options as requested, only those set (an older file,
 /// or a run without them, ran with the defaults): " tclass 96 mtu 1024".
-fn path_key(
-    tclass: Option<u8>,
-    sl: Option<u8>,
-    flow_label: Option<u32>,
-    mtu: Option<u32>,
-) -> String {
+fn path_key(p: &PathFields) -> String {
     let mut key = String::new();
     for (name, v) in [
-        ("tclass", tclass.map(u32::from)),
-        ("sl", sl.map(u32::from)),
-        ("flow_label", flow_label),
-        ("mtu", mtu),
+        ("tclass", p.tclass.map(u32::from)),
+        ("sl", p.sl.map(u32::from)),
+        ("flow_label", p.flow_label),
+        ("mtu", p.mtu),
     ] {
         if let Some(v) = v {
             key.push_str(&format!(" {name} {v}"));
@@ -91,19 +86,19 @@ fn bidir_srq_key(bidirectional: bool, srq: bool) -> &'static str {
 
 /// The memory layout as requested, only what differs from the default (an
 /// older file ran with it): " hugepages mr_per_qp region 4096 offsets random".
-fn memory_key(hugepages: bool, mr_per_qp: bool, region: Option<u64>, offsets: &str) -> String {
+fn memory_key(m: &MemoryFields) -> String {
     let mut key = String::new();
-    if hugepages {
+    if m.hugepages {
         key.push_str(" hugepages");
     }
-    if mr_per_qp {
+    if m.mr_per_qp {
         key.push_str(" mr_per_qp");
     }
-    if let Some(r) = region {
+    if let Some(r) = m.region {
         key.push_str(&format!(" region {r}"));
     }
-    if offsets != "fixed" {
-        key.push_str(&format!(" offsets {offsets}"));
+    if m.offsets != "fixed" {
+        key.push_str(&format!(" offsets {}", m.offsets));
     }
     key
 }
@@ -178,13 +173,16 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 l.verb,
                 l.metric,
                 l.transport,
-                inline(&l.verb, l.inline).to_string() + &inline_size(l.inline_size),
-                if l.imm { " imm" } else { "" },
-                l.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
-                sge(l.sge),
-                posting_key(l.events, l.post_api),
-                path_key(l.tclass, l.sl, l.flow_label, l.mtu)
-                    + &memory_key(l.hugepages, l.mr_per_qp, l.region, &l.offsets),
+                inline(&l.verb, l.posting.inline).to_string() + &inline_size(l.posting.inline_size),
+                if l.posting.imm { " imm" } else { "" },
+                l.posting
+                    .op
+                    .as_ref()
+                    .map(|o| format!(" {o}"))
+                    .unwrap_or_default(),
+                sge(l.posting.sge),
+                posting_key(l.posting.events, l.posting.post_api),
+                path_key(&l.path) + &memory_key(&l.memory),
                 cm_key(&l.connection),
                 l.size
             ) + &load_key(l)
@@ -198,18 +196,20 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.verb,
                 t.direction,
                 t.transport,
-                inline(&t.verb, t.inline).to_string() + &inline_size(t.inline_size),
-                if t.imm { " imm" } else { "" },
-                t.op.as_ref().map(|o| format!(" {o}")).unwrap_or_default(),
+                inline(&t.verb, t.posting.inline).to_string() + &inline_size(t.posting.inline_size),
+                if t.posting.imm { " imm" } else { "" },
+                t.posting
+                    .op
+                    .as_ref()
+                    .map(|o| format!(" {o}"))
+                    .unwrap_or_default(),
                 match (&t.req, &t.resp) {
                     (Some(a), Some(b)) => format!(" {a}/{b}"),
                     _ => String::new(),
                 },
-                sge(t.sge),
-                posting_key(t.events, t.post_api),
-                path_key(t.tclass, t.sl, t.flow_label, t.mtu)
-                    + &memory_key(t.hugepages, t.mr_per_qp, t.region, &t.offsets)
-                    + bidir_srq_key(t.bidirectional, t.srq),
+                sge(t.posting.sge),
+                posting_key(t.posting.events, t.posting.post_api),
+                path_key(&t.path) + &memory_key(&t.memory) + bidir_srq_key(t.bidirectional, t.srq),
                 cm_key(&t.connection),
                 t.size,
                 t.signal_period,
@@ -607,7 +607,9 @@ fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{DeviceInfo, LatencyRecord, Record, ResultsDoc};
+    use crate::results::{
+        DeviceInfo, LatencyRecord, MemoryFields, PathFields, PostingFields, Record, ResultsDoc,
+    };
     use crate::stats::LatencyStats;
 
     fn doc(device: &str, part: u32, points: &[(u32, f64)]) -> (String, ResultsDoc) {
@@ -620,24 +622,30 @@ mod tests {
                     metric: "half_rtt".into(),
                     transport: "rc".into(),
                     size,
-                    inline: false,
-                    inline_size: None,
-                    imm: false,
-                    op: None,
-                    sge: 1,
-                    events: false,
-                    post_api: Default::default(),
+                    posting: PostingFields {
+                        inline: false,
+                        inline_size: None,
+                        imm: false,
+                        op: None,
+                        sge: 1,
+                        events: false,
+                        post_api: Default::default(),
+                    },
                     event_wakeups: None,
-                    tclass: None,
-                    sl: None,
-                    flow_label: None,
-                    mtu: None,
+                    path: PathFields {
+                        tclass: None,
+                        sl: None,
+                        flow_label: None,
+                        mtu: None,
+                    },
                     bidirectional: false,
                     srq: false,
-                    hugepages: false,
-                    mr_per_qp: false,
-                    region: None,
-                    offsets: "fixed".into(),
+                    memory: MemoryFields {
+                        hugepages: false,
+                        mr_per_qp: false,
+                        region: None,
+                        offsets: "fixed".into(),
+                    },
                     connection: "gid".into(),
                     iters: 10,
                     warmup_dropped: 0,
@@ -733,9 +741,9 @@ mod tests {
         let mut r = a.results[0].clone();
         let old = point_key(&r).0;
         if let Record::Latency(l) = &mut r {
-            l.hugepages = true;
-            l.region = Some(4096);
-            l.offsets = "random".into();
+            l.memory.hugepages = true;
+            l.memory.region = Some(4096);
+            l.memory.offsets = "random".into();
         }
         let new = point_key(&r).0;
         assert!(
@@ -761,8 +769,8 @@ mod tests {
             "{old}"
         );
         if let Record::Latency(l) = &mut r {
-            l.events = true;
-            l.post_api = crate::spec::PostApi::Ex;
+            l.posting.events = true;
+            l.posting.post_api = crate::spec::PostApi::Ex;
         }
         let new = point_key(&r).0;
         assert!(new.contains(" events post-api ex "), "{new}");
@@ -781,14 +789,14 @@ mod tests {
         let old = point_key(&r).0;
         assert!(!old.contains("inline"), "{old}");
         if let Record::Latency(l) = &mut r {
-            l.inline = true;
-            l.inline_size = Some(64);
+            l.posting.inline = true;
+            l.posting.inline_size = Some(64);
         }
         let new = point_key(&r).0;
         assert!(new.contains(" inline inline_size 64 "), "{new}");
         // --inline (no limit) and -I 64 at the same size are different runs.
         if let Record::Latency(l) = &mut r {
-            l.inline_size = None;
+            l.posting.inline_size = None;
         }
         assert_ne!(point_key(&r).0, new);
         // A file from before -I has no inline_size: no limit.
@@ -838,7 +846,7 @@ mod tests {
         let old = point_key(&r).0;
         assert!(!old.contains("sge"), "{old}");
         if let Record::Latency(l) = &mut r {
-            l.sge = 4;
+            l.posting.sge = 4;
         }
         let new = point_key(&r).0;
         assert!(new.contains(" sge 4 "), "{new}");
@@ -882,8 +890,8 @@ mod tests {
         assert_eq!(point_key(&old.results[0]).0, plain);
         let mut q = d.clone();
         if let Record::Latency(l) = &mut q.results[0] {
-            l.tclass = Some(96);
-            l.mtu = Some(1024);
+            l.path.tclass = Some(96);
+            l.path.mtu = Some(1024);
         }
         assert_eq!(
             point_key(&q.results[0]).0,

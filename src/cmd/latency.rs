@@ -4,7 +4,7 @@
 use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::{CpuUtil, LatencyRecord};
+use crate::results::{CpuUtil, LatencyRecord, MemoryFields, PathFields, PostingFields};
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
@@ -69,27 +69,23 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         metric: spec.mode.metric().to_string(),
         transport: spec.transport.name().to_string(),
         size: p.size,
-        inline: p.client.inline,
-        inline_size: spec.inline.limit(),
-        imm: spec.imm,
-        op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
-        sge: spec.sge,
-        events: spec.events,
-        post_api: spec.post_api,
+        posting: PostingFields {
+            inline: p.client.inline,
+            inline_size: spec.inline.limit(),
+            imm: spec.imm,
+            op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
+            sge: spec.sge,
+            events: spec.events,
+            post_api: spec.post_api,
+        },
         event_wakeups: p.client.event_wakeups,
         iters: p.client.measured,
         warmup_dropped: p.client.warmup,
         elapsed_s: p.client.elapsed_ns as f64 / 1e9,
-        tclass: spec.path.tclass,
-        sl: spec.path.sl,
-        flow_label: spec.path.flow_label,
-        mtu: spec.path.mtu,
+        path: PathFields::requested(&spec.path),
         bidirectional: false,
         srq: false,
-        hugepages: spec.memory.hugepages,
-        mr_per_qp: spec.memory.mr_per_qp,
-        region: spec.memory.region,
-        offsets: spec.memory.offsets.name().into(),
+        memory: MemoryFields::requested(&spec.memory),
         connection: spec.path.connection.name().to_string(),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),

@@ -5,7 +5,9 @@ use crate::bench::TputOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::report::{DriverReport, IntervalFigure};
-use crate::results::{CpuUtil, DirectionFigure, TputRecord};
+use crate::results::{
+    CpuUtil, DirectionFigure, MemoryFields, PathFields, PostingFields, TputRecord,
+};
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
 
@@ -215,24 +217,20 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         direction: spec.direction.name().to_string(),
         transport: p.transport.name().to_string(),
         size: p.size,
-        inline: o.inline,
-        inline_size: spec.inline.limit(),
-        imm: spec.imm,
-        op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
-        sge: spec.sge,
-        events: spec.events,
-        post_api: spec.post_api,
+        posting: PostingFields {
+            inline: o.inline,
+            inline_size: spec.inline.limit(),
+            imm: spec.imm,
+            op: spec.op.map(|o| format!("{o:?}").to_lowercase()),
+            sge: spec.sge,
+            events: spec.events,
+            post_api: spec.post_api,
+        },
         event_wakeups: r.event_wakeups,
         req: echo.then(|| format!("{:?}", spec.req).to_lowercase()),
         resp: echo.then(|| format!("{:?}", spec.resp).to_lowercase()),
-        tclass: spec.path.tclass,
-        sl: spec.path.sl,
-        flow_label: spec.path.flow_label,
-        mtu: spec.path.mtu,
-        hugepages: spec.memory.hugepages,
-        mr_per_qp: spec.memory.mr_per_qp,
-        region: spec.memory.region,
-        offsets: spec.memory.offsets.name().into(),
+        path: PathFields::requested(&spec.path),
+        memory: MemoryFields::requested(&spec.memory),
         connection: spec.path.connection.name().to_string(),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {

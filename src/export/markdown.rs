@@ -128,7 +128,7 @@ fn latency_table(records: &[&LatencyRecord]) -> String {
                 r.metric.clone(),
                 r.transport.clone(),
                 r.size.to_string(),
-                if r.inline { "yes" } else { "no" }.into(),
+                if r.posting.inline { "yes" } else { "no" }.into(),
                 r.iters.to_string(),
                 us(s.min_ns),
                 us(s.p50_ns),

@@ -122,7 +122,7 @@ fn bidirectional_with_the_extended_post_api() {
         ],
     );
     let sends = port_counter("rdma_sends") - s0;
-    assert_eq!(r.post_api, rdma_bench::spec::PostApi::Ex, "{r:?}");
+    assert_eq!(r.posting.post_api, rdma_bench::spec::PostApi::Ex, "{r:?}");
     check_directions("bidirectional SEND --post-api ex", &r, 1600);
     for d in r.directions.as_ref().unwrap() {
         assert_eq!(d.received, Some(d.sent), "{d:?}");
@@ -146,7 +146,7 @@ fn bidirectional_with_the_extended_post_api() {
             "2",
         ],
     );
-    assert_eq!(r.post_api, rdma_bench::spec::PostApi::Ex, "{r:?}");
+    assert_eq!(r.posting.post_api, rdma_bench::spec::PostApi::Ex, "{r:?}");
     check_directions("bidirectional WRITE --post-api ex", &r, 2000);
     check_packets("bidirectional WRITE --post-api ex", r.sent, pkts);
 }
@@ -216,7 +216,9 @@ fn bidirectional_memory_layouts_reach_each_sides_own_slots() {
             "2",
         ],
     );
-    assert!(r.mr_per_qp && r.region == Some(65536) && r.offsets == "sequential");
+    assert!(
+        r.memory.mr_per_qp && r.memory.region == Some(65536) && r.memory.offsets == "sequential"
+    );
     check_directions("bidirectional WRITE sequential", &r, 3000);
     check_packets("bidirectional WRITE sequential", r.sent, pkts);
     assert_eq!(
@@ -233,7 +235,7 @@ fn bidirectional_memory_layouts_reach_each_sides_own_slots() {
             "2",
         ],
     );
-    assert!(!r.mr_per_qp && r.offsets == "fixed");
+    assert!(!r.memory.mr_per_qp && r.memory.offsets == "fixed");
     check_directions("bidirectional WRITE fixed", &r, 1000);
     check_packets("bidirectional WRITE fixed", r.sent, pkts);
     assert_eq!(lines, vec![(vec![1, 1], 1024); 2]);
@@ -299,7 +301,7 @@ fn echo_server_on_an_srq_with_the_extended_post_api() {
     );
     let sends = port_counter("rdma_sends") - s0;
     assert!(
-        r.srq && r.post_api == rdma_bench::spec::PostApi::Ex,
+        r.srq && r.posting.post_api == rdma_bench::spec::PostApi::Ex,
         "{r:?}"
     );
     assert_eq!(r.ops, 400, "{r:?}");

@@ -44,7 +44,7 @@ fn cm_latency_and_throughput_in_loopback() {
     );
     let r = doc.latency().next().unwrap();
     assert_eq!(r.connection, "cm");
-    assert_eq!((r.mtu, r.tclass), (Some(512), Some(32)));
+    assert_eq!((r.path.mtu, r.path.tclass), (Some(512), Some(32)));
     assert_window_outlasts_counter_cache("cm --mtu 512", r.elapsed_s);
     let sent = counter(r.device_counters.as_ref(), "sent_pkts", "cm --mtu 512");
     let per = sent as f64 / r.iters as f64;

@@ -23,7 +23,7 @@ fn check_echo(what: &str, r: &TputRecord, pkts: u64, recvs: u64, ops: u64) {
     // The client's events come from its signaled requests' completions (the
     // record's `completions`) and its responses' receives (one per round
     // trip): some, and no more than those.
-    assert!(r.events, "{what}: record says events: {r:?}");
+    assert!(r.posting.events, "{what}: record says events: {r:?}");
     let woke = r
         .event_wakeups
         .expect("event_wakeups recorded with --events");

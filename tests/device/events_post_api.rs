@@ -32,8 +32,8 @@ fn events_latency_sleeps_on_the_channel_and_the_device_counts_every_iteration() 
         let (doc, _) = latency(name, &all);
         let r = doc.latency().next().unwrap();
         let what = format!("{} {} --events latency", r.verb, r.metric);
-        assert!(r.events, "{what}: record says events: {r:?}");
-        assert_eq!(r.post_api, PostApi::Classic, "{what}");
+        assert!(r.posting.events, "{what}: record says events: {r:?}");
+        assert_eq!(r.posting.post_api, PostApi::Classic, "{what}");
         assert_eq!(r.iters, *n, "{what}");
         assert_eq!(r.verify_failures, 0, "{what}");
         let woke = r
@@ -86,8 +86,8 @@ fn post_api_ex_latency_of_every_verb_is_counted_by_the_device() {
         let (doc, csv) = latency(name, &all);
         let r = doc.latency().next().unwrap();
         let what = format!("{args:?} --post-api ex");
-        assert_eq!(r.post_api, PostApi::Ex, "{what}: {r:?}");
-        assert!(!r.events && r.event_wakeups.is_none(), "{what}");
+        assert_eq!(r.posting.post_api, PostApi::Ex, "{what}: {r:?}");
+        assert!(!r.posting.events && r.event_wakeups.is_none(), "{what}");
         assert!(
             csv.lines().nth(1).unwrap().contains(",ex,"),
             "{what}: {csv}"
@@ -141,7 +141,7 @@ fn post_api_ex_throughput_postlists_are_counted_by_the_device() {
         let (doc, _) = latency(name, &all);
         let r = doc.throughput().next().unwrap();
         let what = format!("{args:?} --post-api ex");
-        assert_eq!(r.post_api, PostApi::Ex, "{what}: {r:?}");
+        assert_eq!(r.posting.post_api, PostApi::Ex, "{what}: {r:?}");
         assert_eq!(r.ops, 2000, "{what}: N per QP");
         assert_eq!(r.sent, r.ops, "{what}");
         eprintln!("MEASURED: {what}: {} ops, {:.4} Mops", r.ops, r.mops);
@@ -175,7 +175,7 @@ fn post_api_ex_throughput_postlists_are_counted_by_the_device() {
         ],
     );
     let r = doc.throughput().next().unwrap();
-    assert_eq!(r.post_api, PostApi::Ex, "{r:?}");
+    assert_eq!(r.posting.post_api, PostApi::Ex, "{r:?}");
     assert!(
         r.ops > 0 && r.responses.unwrap_or(0) > 0,
         "echo --post-api ex: {r:?}"

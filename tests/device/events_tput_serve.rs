@@ -18,7 +18,7 @@ use super::{
 /// and no more than the completions polled (each event needs a completion
 /// after the arm that precedes it).
 pub(super) fn assert_woken(what: &str, r: &TputRecord) -> u64 {
-    assert!(r.events, "{what}: record says events: {r:?}");
+    assert!(r.posting.events, "{what}: record says events: {r:?}");
     let woke = r
         .event_wakeups
         .unwrap_or_else(|| panic!("{what}: no event_wakeups recorded with --events: {r:?}"));
@@ -111,7 +111,7 @@ fn events_throughput_uses_less_cpu_than_busy_polling_the_same_point() {
     };
     let (spin, rs) = cpu("evcpu0", &[]);
     let (sleep, re) = cpu("evcpu1", &["-e"]);
-    assert!(!rs.events && rs.event_wakeups.is_none(), "{rs:?}");
+    assert!(!rs.posting.events && rs.event_wakeups.is_none(), "{rs:?}");
     let woke = assert_woken("write inbound -S 1 -t 1 -e", &re);
     eprintln!(
         "MEASURED: write inbound -S 1 -t 1, 0.5 s: process CPU busy-polling {spin:.1}% ({:.4} Mops), with --events {sleep:.1}% ({:.4} Mops, {woke} events), ratio {:.2}",
@@ -142,7 +142,7 @@ fn events_and_post_api_ex_through_serve() {
     let (doc, _) = latency("evsrv0", &args);
     let r = doc.latency().next().unwrap();
     let what = "send ping-pong -e via serve";
-    assert!(r.events, "{what}: {r:?}");
+    assert!(r.posting.events, "{what}: {r:?}");
     assert_eq!(r.iters, 1000, "{what}");
     assert_eq!(r.server_received, Some(r.sent), "{what}: {r:?}");
     let woke = r.event_wakeups.expect("event_wakeups recorded");
@@ -165,7 +165,11 @@ fn events_and_post_api_ex_through_serve() {
     let (doc, csv) = latency("exsrv0", &args);
     let r = doc.latency().next().unwrap();
     let what = "write ping-pong --post-api ex via serve";
-    assert_eq!((r.post_api, r.iters), (PostApi::Ex, 2000), "{what}: {r:?}");
+    assert_eq!(
+        (r.posting.post_api, r.iters),
+        (PostApi::Ex, 2000),
+        "{what}: {r:?}"
+    );
     assert!(csv.lines().nth(1).unwrap().contains(",ex,"), "{csv}");
     assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.iters, 4);
@@ -189,7 +193,11 @@ fn events_and_post_api_ex_through_serve() {
     let (doc, _) = latency("exsrv1", &args);
     let r = doc.throughput().next().unwrap();
     let what = "write inbound --post-api ex via serve";
-    assert_eq!((r.post_api, r.ops), (PostApi::Ex, 2000), "{what}: {r:?}");
+    assert_eq!(
+        (r.posting.post_api, r.ops),
+        (PostApi::Ex, 2000),
+        "{what}: {r:?}"
+    );
     assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);
 
@@ -208,7 +216,11 @@ fn events_and_post_api_ex_through_serve() {
     let (doc, _) = latency("exsrv2", &args);
     let r = doc.throughput().next().unwrap();
     let what = "send outbound --post-api ex via serve";
-    assert_eq!((r.post_api, r.ops), (PostApi::Ex, 1500), "{what}: {r:?}");
+    assert_eq!(
+        (r.posting.post_api, r.ops),
+        (PostApi::Ex, 1500),
+        "{what}: {r:?}"
+    );
     assert_eq!(r.received, Some(r.sent), "{what}: {r:?}");
     assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);

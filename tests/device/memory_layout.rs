@@ -106,7 +106,11 @@ fn hugepages_back_the_buffers_and_are_refused_when_none_are_reserved() {
         ],
         &[],
     );
-    assert!(recs[0].hugepages && !recs[0].mr_per_qp, "{:?}", recs[0]);
+    assert!(
+        recs[0].memory.hugepages && !recs[0].memory.mr_per_qp,
+        "{:?}",
+        recs[0]
+    );
     assert!(recs[0].mops > 0.0);
     assert_eq!(held, 2, "pages held by 1 issuer set + 1 target set");
     // --mr-per-qp: each of the 4 issuer QPs and 4 target QPs registers its own
@@ -126,7 +130,11 @@ fn hugepages_back_the_buffers_and_are_refused_when_none_are_reserved() {
         ],
         &[],
     );
-    assert!(recs[0].hugepages && recs[0].mr_per_qp, "{:?}", recs[0]);
+    assert!(
+        recs[0].memory.hugepages && recs[0].memory.mr_per_qp,
+        "{:?}",
+        recs[0]
+    );
     assert!(
         recs[0].per_qp_ops.iter().all(|&n| n > 0),
         "{:?}",
@@ -136,7 +144,12 @@ fn hugepages_back_the_buffers_and_are_refused_when_none_are_reserved() {
     // Latency takes huge pages too, and records them.
     let (doc, _) = super::latency("huge-lat", &["write", "-n", "200", "--hugepages"]);
     let r = doc.latency().next().unwrap();
-    assert!(r.hugepages && !r.mr_per_qp && r.region.is_none() && r.offsets == "fixed");
+    assert!(
+        r.memory.hugepages
+            && !r.memory.mr_per_qp
+            && r.memory.region.is_none()
+            && r.memory.offsets == "fixed"
+    );
     assert_eq!(r.iters, 200);
 }
 
@@ -161,7 +174,7 @@ fn mr_per_qp_with_8_qps_inbound_and_outbound() {
                 ],
             );
             let r = doc.throughput().next().unwrap();
-            assert!(r.mr_per_qp && !r.hugepages, "{r:?}");
+            assert!(r.memory.mr_per_qp && !r.memory.hugepages, "{r:?}");
             assert_eq!(r.per_qp_ops.len(), 8);
             assert!(r.per_qp_ops.iter().all(|&n| n > 0), "{verb} {dir}: {r:?}");
             if verb == "send" {
@@ -187,7 +200,7 @@ fn mr_per_qp_with_8_qps_inbound_and_outbound() {
     let r = doc.throughput().next().unwrap();
     // Each QP's word lives in its own registration and counts its fetch-adds.
     assert_eq!(r.verify_failures, Some(0), "{r:?}");
-    assert!(r.mr_per_qp);
+    assert!(r.memory.mr_per_qp);
 }
 
 /// "[n0, n1] of N" from the target's test-hook line.
@@ -232,7 +245,10 @@ fn offsets_spread_writes_over_the_region_as_asked() {
                 &hook,
             );
             let r = &recs[0];
-            assert_eq!((r.region, r.offsets.as_str()), (Some(65536), offsets));
+            assert_eq!(
+                (r.memory.region, r.memory.offsets.as_str()),
+                (Some(65536), offsets)
+            );
             let (counts, slots) = written(&stderr);
             assert_eq!(slots, 1024, "{stderr}");
             assert_eq!(counts.len(), 2);
@@ -270,7 +286,7 @@ fn offsets_spread_writes_over_the_region_as_asked() {
     );
     let r = doc.throughput().next().unwrap();
     assert!(
-        r.mops > 0.0 && r.region == Some(16 << 20) && r.offsets == "random",
+        r.mops > 0.0 && r.memory.region == Some(16 << 20) && r.memory.offsets == "random",
         "{r:?}"
     );
 }
@@ -305,7 +321,9 @@ fn region_and_offsets_through_serve() {
         &[("RDMA_BENCH_TEST_SLOTS", "1")],
     );
     let r = &recs[0];
-    assert!(r.mr_per_qp && r.region == Some(65536) && r.offsets == "sequential");
+    assert!(
+        r.memory.mr_per_qp && r.memory.region == Some(65536) && r.memory.offsets == "sequential"
+    );
     let (counts, slots) = written(&stderr);
     assert_eq!(slots, 1024);
     for (q, &n) in counts.iter().enumerate() {

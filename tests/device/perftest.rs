@@ -42,9 +42,13 @@ fn perftest_spellings_measure_what_they_name() {
         "perftest-i",
         &["send", "-s", "16,32", "-I", "32", "-n", "200"],
     );
-    assert!(doc.latency().all(|r| r.inline), "{:?}", doc.results);
+    assert!(doc.latency().all(|r| r.posting.inline), "{:?}", doc.results);
     let (doc, _) = latency("perftest-i8", &["send", "-s", "16", "-I", "8", "-n", "200"]);
-    assert!(doc.latency().all(|r| !r.inline), "{:?}", doc.results);
+    assert!(
+        doc.latency().all(|r| !r.posting.inline),
+        "{:?}",
+        doc.results
+    );
 
     // -a: every power of two from 2 B to 8 MiB, one READ each.
     let (doc, _) = latency("perftest-a", &["read", "-a", "-n", "3", "--warmup", "1"]);
@@ -115,8 +119,12 @@ fn inline_by_size(doc: &rdma_bench::results::ResultsDoc) -> Vec<(u32, bool, Opti
     doc.results
         .iter()
         .map(|r| match r {
-            rdma_bench::results::Record::Latency(l) => (l.size, l.inline, l.inline_size),
-            rdma_bench::results::Record::Throughput(t) => (t.size, t.inline, t.inline_size),
+            rdma_bench::results::Record::Latency(l) => {
+                (l.size, l.posting.inline, l.posting.inline_size)
+            }
+            rdma_bench::results::Record::Throughput(t) => {
+                (t.size, t.posting.inline, t.posting.inline_size)
+            }
         })
         .collect()
 }

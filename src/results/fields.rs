@@ -1,0 +1,195 @@
+//! Runs of fields that latency and throughput records share, each one
+//! struct flattened into both (`#[serde(flatten)]`): a results file shows
+//! them as plain fields of the record, in the order they are declared
+//! here, exactly as when each record listed them itself. A new knob of
+//! one of these kinds is one field here (and its name in `COLUMNS`); both
+//! records, their CSV columns and `compare`'s tests follow.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{MemorySpec, PathSpec};
+
+/// How each WR was posted and how its completion was awaited.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct PostingFields {
+    /// Whether this point's payloads were posted inline (decided per size).
+    pub inline: bool,
+    /// `-I SIZE` as requested: payloads of at most SIZE bytes were inlined
+    /// (absent: no limit was asked; `inline` then says `--inline` or neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline_size: Option<u32>,
+    pub imm: bool,
+    pub op: Option<String>,
+    /// SGEs each WR's payload was split over (`--sge`; files before it: 1).
+    #[serde(default = "crate::spec::one_sge")]
+    pub sge: u32,
+    /// Whether completions were awaited on a completion channel (`--events`;
+    /// files before it: false). Latency then includes the wake-up.
+    #[serde(default)]
+    pub events: bool,
+    /// `classic` (ibv_post_send) or `ex` (ibv_wr_* on an extended QP);
+    /// files before `--post-api`: classic.
+    #[serde(default)]
+    pub post_api: crate::spec::PostApi,
+}
+
+impl PostingFields {
+    /// The fields' names, in order: the CSV columns they fill.
+    pub const COLUMNS: &'static [&'static str] = &[
+        "inline",
+        "inline_size",
+        "imm",
+        "op",
+        "sge",
+        "events",
+        "post_api",
+    ];
+}
+
+/// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct PathFields {
+    /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
+    /// where not given (traffic class, SL and flow label 0, the active MTU).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_label: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+}
+
+impl PathFields {
+    /// The fields' names, in order: the CSV columns they fill.
+    pub const COLUMNS: &'static [&'static str] = &["tclass", "sl", "flow_label", "mtu"];
+
+    /// The path options as the run asked for them.
+    pub fn requested(p: &PathSpec) -> Self {
+        PathFields {
+            tclass: p.tclass,
+            sl: p.sl,
+            flow_label: p.flow_label,
+            mtu: p.mtu,
+        }
+    }
+}
+
+/// The memory layout: `--hugepages`, `--mr-per-qp`, `--region`, `--offsets`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct MemoryFields {
+    /// Memory layout (`--hugepages`, `--mr-per-qp`, `--region`, `--offsets`);
+    /// files before them: heap buffers, one registration per thread, one slot.
+    #[serde(default)]
+    pub hugepages: bool,
+    #[serde(default)]
+    pub mr_per_qp: bool,
+    /// Bytes of each QP's remote region the WRs targeted (null: one slot).
+    #[serde(default)]
+    pub region: Option<u64>,
+    #[serde(default = "fixed_offsets")]
+    pub offsets: String,
+}
+
+impl MemoryFields {
+    /// The fields' names, in order: the CSV columns they fill.
+    pub const COLUMNS: &'static [&'static str] = &["hugepages", "mr_per_qp", "region", "offsets"];
+
+    /// The memory layout as the run asked for it.
+    pub fn requested(m: &MemorySpec) -> Self {
+        MemoryFields {
+            hugepages: m.hugepages,
+            mr_per_qp: m.mr_per_qp,
+            region: m.region,
+            offsets: m.offsets.name().into(),
+        }
+    }
+}
+
+/// `offsets` of a record written before `--offsets` existed.
+fn fixed_offsets() -> String {
+    "fixed".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names a struct's schema gives its fields, which are the keys a
+    /// results file shows for them.
+    fn schema_names<T: JsonSchema>() -> Vec<String> {
+        let s = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+        let mut names: Vec<String> = s["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn sorted(cols: &[&str]) -> Vec<String> {
+        let mut v: Vec<String> = cols.iter().map(|c| c.to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn each_runs_columns_name_every_field_it_has() {
+        assert_eq!(
+            schema_names::<PostingFields>(),
+            sorted(PostingFields::COLUMNS)
+        );
+        assert_eq!(schema_names::<PathFields>(), sorted(PathFields::COLUMNS));
+        assert_eq!(
+            schema_names::<MemoryFields>(),
+            sorted(MemoryFields::COLUMNS)
+        );
+    }
+
+    #[test]
+    fn columns_are_in_the_order_the_fields_are_written() {
+        // Every optional field set, so each is written: their keys must come
+        // in the order COLUMNS lists them.
+        let written = [
+            serde_json::to_string(&PostingFields {
+                inline: true,
+                inline_size: Some(64),
+                imm: true,
+                op: Some("fadd".into()),
+                sge: 2,
+                events: true,
+                post_api: crate::spec::PostApi::Ex,
+            })
+            .unwrap(),
+            serde_json::to_string(&PathFields {
+                tclass: Some(1),
+                sl: Some(1),
+                flow_label: Some(1),
+                mtu: Some(1024),
+            })
+            .unwrap(),
+            serde_json::to_string(&MemoryFields {
+                hugepages: true,
+                mr_per_qp: true,
+                region: Some(4096),
+                offsets: "random".into(),
+            })
+            .unwrap(),
+        ];
+        for (text, cols) in written.iter().zip([
+            PostingFields::COLUMNS,
+            PathFields::COLUMNS,
+            MemoryFields::COLUMNS,
+        ]) {
+            let at: Vec<usize> = cols
+                .iter()
+                .map(|c| text.find(&format!("\"{c}\":")).expect(c))
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{cols:?} in {text}");
+        }
+    }
+}
