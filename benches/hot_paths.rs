@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 
 use rdma_bench::export::{CsvExporter, Exporter, JsonExporter};
 use rdma_bench::results::{
-    LatencyRecord, MemoryFields, PathFields, PostingFields, Record, ResultsDoc,
+    LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields, Record, ResultsDoc,
 };
 use rdma_bench::stats::LatencyRecorder;
 use rdma_bench::verbs::SendList;
@@ -97,11 +97,13 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         requested_s: None,
         histogram: rec.buckets(0.5),
         cpu_util: None,
-        interval_s: None,
-        forever: false,
-        intervals: vec![],
-        in_progress: None,
-        to_stop: None,
+        live: LiveFields {
+            interval_s: None,
+            forever: false,
+            intervals: vec![],
+            in_progress: None,
+            to_stop: None,
+        },
         load: None,
         offered_mops: None,
         achieved_mops: None,

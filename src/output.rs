@@ -254,13 +254,15 @@ impl Console {
         let stop = match r {
             Record::Latency(l) => {
                 self.row(l);
-                l.to_stop
-                    .map(|t| (t, l.intervals.len(), l.elapsed_s, l.iters))
+                l.live
+                    .to_stop
+                    .map(|t| (t, l.live.intervals.len(), l.elapsed_s, l.iters))
             }
             Record::Throughput(t) => {
                 self.tput_row(t);
-                t.to_stop
-                    .map(|s| (s, t.intervals.len(), t.elapsed_s, t.ops))
+                t.live
+                    .to_stop
+                    .map(|s| (s, t.live.intervals.len(), t.elapsed_s, t.ops))
             }
         };
         if let Some((t, n, kept_s, kept_ops)) = stop {

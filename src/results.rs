@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
 use crate::cpu_use::CpuUse;
-use crate::report::{ClientFigure, CounterDeltas, IntervalFigure, ThreadFigure, ToStop};
+use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
 use crate::stats::LatencyStats;
 
 mod fields;
-pub use fields::{MemoryFields, PathFields, PostingFields};
+pub use fields::{LiveFields, MemoryFields, PathFields, PostingFields};
 
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -361,27 +361,9 @@ pub struct TputRecord {
     /// CPU use over the measured window (files before it: absent).
     #[serde(default)]
     pub cpu_util: Option<CpuUtil>,
-    /// `--interval` as asked (`null` without it).
-    #[serde(default)]
-    pub interval_s: Option<f64>,
-    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
-    #[serde(default)]
-    pub forever: bool,
-    /// `--interval`: the window cut into intervals, in order; their ops sum
-    /// to `ops` (absent without it).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<IntervalFigure>,
-    /// `--forever`: the point is still running; this record summarises the
-    /// whole intervals so far (counts such as `sent` are not known yet).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_progress: Option<bool>,
-    /// `--forever`, once stopped: the window from its opening to the stop.
-    /// `ops`, `elapsed_s`, `mops` and `intervals` cover the whole intervals
-    /// kept; `device_counters` and `cpu_util` (read at the window's edges
-    /// only) cover this span, the dropped interval in progress included,
-    /// and `cpu_util`'s per-Mop figures divide by its `ops`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_stop: Option<ToStop>,
+    /// `interval_s` to `to_stop` (see `LiveFields`).
+    #[serde(flatten)]
+    pub live: LiveFields,
     /// `--rate`: the Mops the issuing process was offered in all (its QPs'
     /// token buckets together); absent when unlimited. `mops` is what it achieved.
     /// With `--bidirectional` each side is offered the rate, and this is
@@ -598,27 +580,9 @@ pub struct LatencyRecord {
     /// CPU use over the measured iterations (files before it: absent).
     #[serde(default)]
     pub cpu_util: Option<CpuUtil>,
-    /// `--interval` as asked (`null` without it).
-    #[serde(default)]
-    pub interval_s: Option<f64>,
-    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
-    #[serde(default)]
-    pub forever: bool,
-    /// `--interval`: the measured iterations cut into intervals, each with
-    /// its own p50/p99; their ops sum to `iters` (absent without it).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<IntervalFigure>,
-    /// `--forever`: the point is still running; this record summarises the
-    /// whole intervals so far (its percentiles are not known yet: 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_progress: Option<bool>,
-    /// `--forever`, once stopped: the window from its opening to the stop.
-    /// `iters`, `elapsed_s`, the percentiles and `intervals` cover the whole
-    /// intervals kept; `device_counters` and `cpu_util` (read at the
-    /// window's edges only) cover this span, the dropped interval in
-    /// progress included; `ops` counts its iterations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to_stop: Option<ToStop>,
+    /// `interval_s` to `to_stop` (see `LiveFields`).
+    #[serde(flatten)]
+    pub live: LiveFields,
     /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
     /// what `compare` matches on; absent in an unloaded run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

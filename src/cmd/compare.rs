@@ -186,7 +186,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 cm_key(&l.connection),
                 l.size
             ) + &load_key(l)
-                + if l.forever { " forever" } else { "" },
+                + if l.live.forever { " forever" } else { "" },
             "p50_ns",
             l.stats.p50_ns,
         ),
@@ -218,7 +218,7 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
                 t.postlist,
                 t.window
             ) + &rate_key(t)
-                + if t.forever { " forever" } else { "" },
+                + if t.live.forever { " forever" } else { "" },
             "mops",
             t.mops,
         ),
@@ -238,8 +238,8 @@ pub fn conditions(d: &ResultsDoc) -> Vec<(&'static str, String)> {
         d.results
             .iter()
             .map(|r| match r {
-                Record::Latency(l) if l.forever => "until stopped (--forever)",
-                Record::Throughput(t) if t.forever => "until stopped (--forever)",
+                Record::Latency(l) if l.live.forever => "until stopped (--forever)",
+                Record::Throughput(t) if t.live.forever => "until stopped (--forever)",
                 Record::Latency(l) if l.requested_s.is_some() => "duration (-D)",
                 Record::Latency(_) => "iterations (-n)",
                 Record::Throughput(t) if t.iters.is_some() => "iterations (-n)",
@@ -608,7 +608,8 @@ fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use crate::results::{
-        DeviceInfo, LatencyRecord, MemoryFields, PathFields, PostingFields, Record, ResultsDoc,
+        DeviceInfo, LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields, Record,
+        ResultsDoc,
     };
     use crate::stats::LatencyStats;
 
@@ -663,11 +664,13 @@ mod tests {
                     requested_s: None,
                     histogram: vec![],
                     cpu_util: None,
-                    interval_s: None,
-                    forever: false,
-                    intervals: vec![],
-                    in_progress: None,
-                    to_stop: None,
+                    live: LiveFields {
+                        interval_s: None,
+                        forever: false,
+                        intervals: vec![],
+                        in_progress: None,
+                        to_stop: None,
+                    },
                     load: None,
                     offered_mops: None,
                     achieved_mops: None,
@@ -828,13 +831,13 @@ mod tests {
         let mut r = a.results[0].clone();
         let plain = point_key(&r).0;
         if let Record::Latency(l) = &mut r {
-            l.forever = true;
+            l.live.forever = true;
         }
         assert_eq!(point_key(&r).0, format!("{plain} forever"));
         // --interval only observes: it stays out of the key.
         if let Record::Latency(l) = &mut r {
-            l.forever = false;
-            l.interval_s = Some(0.2);
+            l.live.forever = false;
+            l.live.interval_s = Some(0.2);
         }
         assert_eq!(point_key(&r).0, plain);
     }

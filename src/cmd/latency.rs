@@ -4,7 +4,7 @@
 use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::{CpuUtil, LatencyRecord, MemoryFields, PathFields, PostingFields};
+use crate::results::{CpuUtil, LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields};
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
@@ -99,11 +99,13 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         histogram: p.samples.buckets(scale),
         series: None,
         cpu_util: CpuUtil::new(p.client.cpu, p.cpu_peer, None),
-        interval_s: spec.live.interval_s,
-        forever: spec.live.forever,
-        intervals: p.intervals.clone(),
-        in_progress: None,
-        to_stop: p.client.to_stop,
+        live: LiveFields {
+            interval_s: spec.live.interval_s,
+            forever: spec.live.forever,
+            intervals: p.intervals.clone(),
+            in_progress: None,
+            to_stop: p.client.to_stop,
+        },
         load: None,
         offered_mops: None,
         achieved_mops: None,

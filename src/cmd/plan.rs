@@ -356,7 +356,7 @@ impl Plan {
                 };
                 let mut r = super::latency::record(spec, &p);
                 r.series = label;
-                r.in_progress = Some(true);
+                r.live.in_progress = Some(true);
                 Some(Record::Latency(r))
             }
             Plan::Tput(spec, _) => {
@@ -383,7 +383,7 @@ impl Plan {
                 };
                 let mut r = super::tput::record(spec, &o);
                 r.series = label;
-                r.in_progress = Some(true);
+                r.live.in_progress = Some(true);
                 Some(Record::Throughput(r))
             }
             Plan::UnderLoad(_) => None,

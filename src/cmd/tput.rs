@@ -6,7 +6,7 @@ use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::report::{DriverReport, IntervalFigure};
 use crate::results::{
-    CpuUtil, DirectionFigure, MemoryFields, PathFields, PostingFields, TputRecord,
+    CpuUtil, DirectionFigure, LiveFields, MemoryFields, PathFields, PostingFields, TputRecord,
 };
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
@@ -287,11 +287,13 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
             o.cpu_peer,
             Some(r.to_stop.map_or(r.ops, |t| t.ops)),
         ),
-        interval_s: spec.live.interval_s,
-        forever: spec.live.forever,
-        intervals: r.intervals.clone(),
-        in_progress: None,
-        to_stop: r.to_stop,
+        live: LiveFields {
+            interval_s: spec.live.interval_s,
+            forever: spec.live.forever,
+            intervals: r.intervals.clone(),
+            in_progress: None,
+            to_stop: r.to_stop,
+        },
         // --bidirectional: each side offers the rate; mops sums both sides.
         offered_mops: spec
             .rate

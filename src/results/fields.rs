@@ -8,6 +8,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::report::{IntervalFigure, ToStop};
 use crate::spec::{MemorySpec, PathSpec};
 
 /// How each WR was posted and how its completion was awaited.
@@ -108,6 +109,50 @@ impl MemoryFields {
     }
 }
 
+/// `--interval` and `--forever`: how the measured span was watched and
+/// ended, and what it was cut into.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+pub struct LiveFields {
+    /// `--interval` as asked (`null` without it).
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+    /// `--forever`: the point ran until a signal ended it (whole intervals kept).
+    #[serde(default)]
+    pub forever: bool,
+    /// `--interval`: the measured span cut into intervals, in order
+    /// (latency: the measured iterations, each interval with its own
+    /// p50/p99; throughput: the window); their ops sum to `iters`
+    /// (latency) or `ops` (throughput); absent without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalFigure>,
+    /// `--forever`: the point is still running; this record summarises the
+    /// whole intervals so far (latency: its percentiles are not known yet:
+    /// 0; throughput: counts such as `sent` are not known yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_progress: Option<bool>,
+    /// `--forever`, once stopped: the window from its opening to the stop.
+    /// Latency: `iters`, `elapsed_s`, the percentiles and `intervals` cover
+    /// the whole intervals kept, and `ops` counts its iterations.
+    /// Throughput: `ops`, `elapsed_s`, `mops` and `intervals` cover the
+    /// whole intervals kept, and `cpu_util`'s per-Mop figures divide by its
+    /// `ops`. Both: `device_counters` and `cpu_util` (read at the window's
+    /// edges only) cover this span, the dropped interval in progress included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_stop: Option<ToStop>,
+}
+
+impl LiveFields {
+    /// The fields' names, in order (their CSV columns differ: `intervals`
+    /// stays JSON-only and `to_stop` is split into its figures).
+    pub const COLUMNS: &'static [&'static str] = &[
+        "interval_s",
+        "forever",
+        "intervals",
+        "in_progress",
+        "to_stop",
+    ];
+}
+
 /// `offsets` of a record written before `--offsets` existed.
 fn fixed_offsets() -> String {
     "fixed".into()
@@ -148,6 +193,7 @@ mod tests {
             schema_names::<MemoryFields>(),
             sorted(MemoryFields::COLUMNS)
         );
+        assert_eq!(schema_names::<LiveFields>(), sorted(LiveFields::COLUMNS));
     }
 
     #[test]

@@ -156,18 +156,18 @@ fn interval_0_2_over_a_1_s_point_sums_to_the_point() {
     ] {
         let (doc, csv) = latency("iv_tput", args);
         let r = doc.throughput().next().unwrap();
-        check_intervals(&r.intervals, r.ops, r.elapsed_s, 0.2, args[0]);
-        assert_eq!(r.interval_s, Some(0.2));
-        assert!(r.intervals.iter().all(|f| f.p50_ns.is_none()));
+        check_intervals(&r.live.intervals, r.ops, r.elapsed_s, 0.2, args[0]);
+        assert_eq!(r.live.interval_s, Some(0.2));
+        assert!(r.live.intervals.iter().all(|f| f.p50_ns.is_none()));
         assert!(csv.contains("interval_s"));
     }
     let (doc, _) = latency("iv_lat", &["read", "-D", "1", "--interval", "0.2"]);
     let r = doc.latency().next().unwrap();
     // READ completion latency: one busy thread (the server is passive), so
     // the loaded guest stalls it least.
-    check_intervals(&r.intervals, r.iters, r.elapsed_s, 0.2, "read latency");
+    check_intervals(&r.live.intervals, r.iters, r.elapsed_s, 0.2, "read latency");
     // Latency intervals have their own percentiles, inside the point's range.
-    for f in &r.intervals {
+    for f in &r.live.intervals {
         let (p50, p99) = (f.p50_ns.unwrap(), f.p99_ns.unwrap());
         assert!(p50 <= p99, "{f:?}");
         assert!(
@@ -229,13 +229,13 @@ fn forever(
         if let Ok(text) = std::fs::read_to_string(&json) {
             if let Ok(doc) = serde_json::from_str::<ResultsDoc>(&text) {
                 let n = doc.results.first().map_or(0, |r| match r {
-                    Record::Latency(l) => l.intervals.len(),
-                    Record::Throughput(t) => t.intervals.len(),
+                    Record::Latency(l) => l.live.intervals.len(),
+                    Record::Throughput(t) => t.live.intervals.len(),
                 });
                 if n >= whole {
                     let in_progress = match &doc.results[0] {
-                        Record::Latency(l) => l.in_progress,
-                        Record::Throughput(t) => t.in_progress,
+                        Record::Latency(l) => l.live.in_progress,
+                        Record::Throughput(t) => t.live.in_progress,
                     };
                     assert_eq!(in_progress, Some(true), "{name}: provisional record");
                     break;
@@ -337,13 +337,14 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
     );
     assert_eq!(doc.results.len(), 1);
     let r = doc.throughput().next().unwrap();
-    assert!(r.forever && r.in_progress.is_none(), "{r:?}");
-    assert!(!r.intervals.is_empty(), "{:?}", r.intervals);
+    assert!(r.live.forever && r.live.in_progress.is_none(), "{r:?}");
+    assert!(!r.live.intervals.is_empty(), "{:?}", r.live.intervals);
     let stop = r
+        .live
         .to_stop
         .expect("a stopped forever point says what its edges cover");
     assert_stopped_promptly(
-        &r.intervals,
+        &r.live.intervals,
         r.elapsed_s,
         stop,
         3.0,
@@ -351,7 +352,7 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
         "forever UC WRITE x2 threads",
     );
     // The point is exactly its whole intervals, on every thread and QP.
-    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+    assert_eq!(r.live.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
     assert_eq!(r.per_qp_ops.iter().sum::<u64>(), r.ops);
     assert_eq!(r.per_thread.len(), 2);
     assert_eq!(r.per_thread.iter().map(|t| t.ops).sum::<u64>(), r.ops);
@@ -391,10 +392,10 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
     );
     assert_eq!(status.code(), Some(0));
     let r = doc.throughput().next().unwrap();
-    assert!(r.intervals.len() >= 2);
-    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+    assert!(r.live.intervals.len() >= 2);
+    assert_eq!(r.live.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
     assert_eq!(r.per_qp_ops.iter().sum::<u64>(), r.ops);
-    let stop = r.to_stop.expect("to_stop");
+    let stop = r.live.to_stop.expect("to_stop");
     assert!(stop.ops >= r.ops && stop.window_s > r.elapsed_s, "{stop:?}");
 
     let (status, doc, took) = forever(
@@ -406,18 +407,18 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
     );
     assert_eq!(status.code(), Some(0));
     let r = doc.latency().next().unwrap();
-    assert!(r.forever && r.in_progress.is_none());
-    assert!(!r.intervals.is_empty());
-    let stop = r.to_stop.expect("to_stop");
+    assert!(r.live.forever && r.live.in_progress.is_none());
+    assert!(!r.live.intervals.is_empty());
+    let stop = r.live.to_stop.expect("to_stop");
     assert_stopped_promptly(
-        &r.intervals,
+        &r.live.intervals,
         r.elapsed_s,
         stop,
         3.0,
         took,
         "forever WRITE latency",
     );
-    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.iters);
+    assert_eq!(r.live.intervals.iter().map(|f| f.ops).sum::<u64>(), r.iters);
     assert_eq!(
         r.stats.samples, r.iters,
         "the histogram holds exactly the kept intervals' samples"
@@ -452,9 +453,9 @@ fn bidirectional_intervals_and_forever_sum_both_directions() {
     let r = doc.throughput().next().unwrap();
     let dirs = r.directions.as_ref().expect("two directions");
     assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
-    check_intervals(&r.intervals, r.ops, r.elapsed_s, 0.25, "-b intervals");
+    check_intervals(&r.live.intervals, r.ops, r.elapsed_s, 0.25, "-b intervals");
     assert_eq!(
-        r.intervals.iter().map(|f| f.ops).sum::<u64>(),
+        r.live.intervals.iter().map(|f| f.ops).sum::<u64>(),
         dirs.iter().map(|d| d.ops).sum::<u64>()
     );
 
@@ -463,17 +464,17 @@ fn bidirectional_intervals_and_forever_sum_both_directions() {
     let (status, doc, took) = forever("forever_bidir", &b, 2, Duration::from_millis(120), "-INT");
     assert_eq!(status.code(), Some(0));
     let r = doc.throughput().next().unwrap();
-    assert!(r.forever && r.in_progress.is_none(), "{r:?}");
+    assert!(r.live.forever && r.live.in_progress.is_none(), "{r:?}");
     let dirs = r.directions.as_ref().expect("two directions");
     assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
-    assert!(r.intervals.len() >= 2, "{:?}", r.intervals);
-    assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+    assert!(r.live.intervals.len() >= 2, "{:?}", r.live.intervals);
+    assert_eq!(r.live.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
     assert_eq!(dirs.iter().map(|d| d.ops).sum::<u64>(), r.ops);
-    let stop = r.to_stop.expect("to_stop");
+    let stop = r.live.to_stop.expect("to_stop");
     assert!(stop.ops > r.ops, "the dropped intervals had ops: {stop:?}");
     eprintln!(
         "MEASURED: forever -b: {} intervals, {} ops kept ({:?} per direction), {} to the stop; exited {:.3} s after the signal",
-        r.intervals.len(),
+        r.live.intervals.len(),
         r.ops,
         dirs.iter().map(|d| d.ops).collect::<Vec<_>>(),
         stop.ops,
@@ -501,11 +502,11 @@ fn bidirectional_intervals_and_forever_sum_both_directions() {
         let r = doc.throughput().next().unwrap();
         let dirs = r.directions.as_ref().expect("two directions");
         assert!(dirs.iter().all(|d| d.ops > 0), "{dirs:?}");
-        assert_eq!(r.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
+        assert_eq!(r.live.intervals.iter().map(|f| f.ops).sum::<u64>(), r.ops);
         assert_eq!(dirs.iter().map(|d| d.ops).sum::<u64>(), r.ops);
         eprintln!(
             "MEASURED: forever -b {verb} through serve: {} intervals, {:?} ops per direction, received {:?}; exited {:.3} s after the signal",
-            r.intervals.len(),
+            r.live.intervals.len(),
             dirs.iter().map(|d| d.ops).collect::<Vec<_>>(),
             dirs.iter().map(|d| d.received).collect::<Vec<_>>(),
             took.as_secs_f64()
