@@ -158,6 +158,45 @@ fn fixed_offsets() -> String {
     "fixed".into()
 }
 
+/// The total length of `parts` (for `join_columns`' array length).
+pub(crate) const fn columns_len(parts: &[&[&'static str]]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < parts.len() {
+        n += parts[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `parts` end to end, at compile time: a record's CSV columns are its own
+/// names with the shared runs' `COLUMNS` spliced in where they sit.
+pub(crate) const fn join_columns<const N: usize>(parts: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut at, mut i) = (0, 0);
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            out[at] = parts[i][j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(at == N, "join_columns: N is not the parts' total length");
+    out
+}
+
+/// The columns of `parts` end to end, as a `&'static [&str]` constant.
+macro_rules! columns {
+    ($($part:expr),* $(,)?) => {{
+        const PARTS: &[&[&str]] = &[$($part),*];
+        const N: usize = $crate::results::fields::columns_len(PARTS);
+        const COLUMNS: [&str; N] = $crate::results::fields::join_columns::<N>(PARTS);
+        &COLUMNS
+    }};
+}
+pub(crate) use columns;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,5 +276,11 @@ mod tests {
                 .collect();
             assert!(at.windows(2).all(|w| w[0] < w[1]), "{cols:?} in {text}");
         }
+    }
+
+    #[test]
+    fn columns_join_end_to_end() {
+        const JOINED: &[&str] = columns!(&["a"], &[], &["b", "c"]);
+        assert_eq!(JOINED, &["a", "b", "c"]);
     }
 }
