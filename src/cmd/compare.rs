@@ -15,7 +15,7 @@ use crate::escape::printable;
 use crate::export::write_atomically;
 use crate::output::print_line;
 use crate::output_target::Target;
-use crate::results::{MemoryFields, PathFields, Record, ResultsDoc};
+use crate::results::{MemoryFields, PathFields, PostingFields, Record, ResultsDoc};
 
 /// One file's identity in the comparison.
 #[derive(Debug, Clone, Serialize)]
@@ -52,7 +52,10 @@ pub struct Comparison {
 /// observed (echo inlines whatever fits its QPs, so its `inline` is left
 /// out; S is the requested period, not the effective one). Options absent
 /// from older files take their defaults through serde, so old and new files
-/// line up.
+/// line up. This is prose for the reader (printed above the table, in the
+/// options' own spelling) and is kept by hand: `point_key` builds the key
+/// from the record's fields, and a test checks that every field of the
+/// shared posting, path and memory runs joins it.
 pub const MATCHED_ON: &str = "verb, metric or direction, transport, size, --inline (not for echo), -I SIZE as asked, --imm, --op, --req/--resp, -S as asked, --threads x -q, --postlist, --window, --rate (offered Mops, --burst), --under-load (the load as asked), --forever (not --interval, which only observes the window), --cm, --events, --post-api, --sge, --tclass/--sl/--flow-label/--mtu, --hugepages, --mr-per-qp, --region, --offsets, --bidirectional, --srq";
 
 /// The parameters that identify a point, as a readable string (also the match key).
@@ -113,16 +116,40 @@ fn cm_key(connection: &str) -> &'static str {
     }
 }
 
-/// `--events` and a non-default `--post-api` in the key (absent from a
-/// file written before them: no events, classic), so old files line up.
-fn posting_key(events: bool, api: crate::spec::PostApi) -> String {
+/// How the payload was posted, as asked: `--inline` (not for echo, which
+/// inlines whatever fits its QPs), `-I SIZE` (files before it, and runs
+/// without it: no limit), `--imm` and `--op`: " inline inline_size 64 imm fadd".
+fn payload_key(verb: &str, p: &PostingFields) -> String {
     let mut k = String::new();
-    if events {
+    if p.inline && verb != "echo" {
+        k.push_str(" inline");
+    }
+    if let Some(n) = p.inline_size {
+        k.push_str(&format!(" inline_size {n}"));
+    }
+    if p.imm {
+        k.push_str(" imm");
+    }
+    if let Some(o) = &p.op {
+        k.push_str(&format!(" {o}"));
+    }
+    k
+}
+
+/// A non-default `--sge`, `--events` and a non-default `--post-api` in the
+/// key (absent from a file written before them: 1 SGE, no events,
+/// classic), so old files line up: " sge 4 events post-api ex".
+fn posting_key(p: &PostingFields) -> String {
+    let mut k = String::new();
+    if p.sge != 1 {
+        k.push_str(&format!(" sge {}", p.sge));
+    }
+    if p.events {
         k.push_str(" events");
     }
-    if api != crate::spec::PostApi::Classic {
+    if p.post_api != crate::spec::PostApi::Classic {
         k.push_str(" post-api ");
-        k.push_str(api.name());
+        k.push_str(p.post_api.name());
     }
     k
 }
@@ -149,39 +176,15 @@ fn rate_key(t: &crate::results::TputRecord) -> String {
 }
 
 pub fn point_key(r: &Record) -> (String, &'static str, f64) {
-    let inline = |verb: &str, inline: bool| {
-        if inline && verb != "echo" {
-            " inline"
-        } else {
-            ""
-        }
-    };
-    // -I SIZE as asked (files before it, and runs without it: no limit).
-    let inline_size = |n: Option<u32>| n.map(|n| format!(" inline_size {n}")).unwrap_or_default();
-    // Only a non-default --sge joins the key, so files before it line up.
-    let sge = |n: u32| {
-        if n == 1 {
-            String::new()
-        } else {
-            format!(" sge {n}")
-        }
-    };
     match r {
         Record::Latency(l) => (
             format!(
-                "latency {} {} {}{}{}{}{}{}{}{} size {}",
+                "latency {} {} {}{}{}{}{} size {}",
                 l.verb,
                 l.metric,
                 l.transport,
-                inline(&l.verb, l.posting.inline).to_string() + &inline_size(l.posting.inline_size),
-                if l.posting.imm { " imm" } else { "" },
-                l.posting
-                    .op
-                    .as_ref()
-                    .map(|o| format!(" {o}"))
-                    .unwrap_or_default(),
-                sge(l.posting.sge),
-                posting_key(l.posting.events, l.posting.post_api),
+                payload_key(&l.verb, &l.posting),
+                posting_key(&l.posting),
                 path_key(&l.path) + &memory_key(&l.memory),
                 cm_key(&l.connection),
                 l.size
@@ -192,23 +195,16 @@ pub fn point_key(r: &Record) -> (String, &'static str, f64) {
         ),
         Record::Throughput(t) => (
             format!(
-                "tput {} {} {}{}{}{}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
+                "tput {} {} {}{}{}{}{}{} size {} S {} qps {}x{} postlist {} window {}",
                 t.verb,
                 t.direction,
                 t.transport,
-                inline(&t.verb, t.posting.inline).to_string() + &inline_size(t.posting.inline_size),
-                if t.posting.imm { " imm" } else { "" },
-                t.posting
-                    .op
-                    .as_ref()
-                    .map(|o| format!(" {o}"))
-                    .unwrap_or_default(),
+                payload_key(&t.verb, &t.posting),
                 match (&t.req, &t.resp) {
                     (Some(a), Some(b)) => format!(" {a}/{b}"),
                     _ => String::new(),
                 },
-                sge(t.posting.sge),
-                posting_key(t.posting.events, t.posting.post_api),
+                posting_key(&t.posting),
                 path_key(&t.path) + &memory_key(&t.memory) + bidir_srq_key(t.bidirectional, t.srq),
                 cm_key(&t.connection),
                 t.size,
@@ -736,6 +732,55 @@ mod tests {
             "{k3}"
         );
         assert_ne!(key, k3);
+    }
+
+    /// Every knob of the runs both records share (posting, path, memory)
+    /// joins the key when set, on either kind of record: a new field in one
+    /// of those structs that `compare` does not match on fails here.
+    #[test]
+    fn every_shared_knob_joins_the_key_when_set() {
+        let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
+        let tput = serde_json::json!({
+            "kind": "throughput", "verb": "write", "direction": "inbound", "transport": "rc",
+            "size": 64, "inline": false, "imm": false, "op": null, "req": null, "resp": null,
+            "signal_period": 64, "qps": 1, "postlist": 1, "window": 128, "threads": 1,
+            "warmup_s": 0.2, "ops": 10, "elapsed_s": 1.0, "mops": 1.0, "gbps": 0.5,
+            "mib_s": 61.0, "sent": 10, "received": null, "lost": null, "responses": null,
+            "completions": 1, "per_thread": [], "per_qp_ops": [10], "group_clients": 1,
+            "aggregate_mops": null, "clients": []
+        });
+        let records = [
+            serde_json::to_value(&d.results[0]).unwrap(),
+            serde_json::to_value(serde_json::from_value::<Record>(tput).unwrap()).unwrap(),
+        ];
+        let knobs = [
+            PostingFields::COLUMNS,
+            PathFields::COLUMNS,
+            MemoryFields::COLUMNS,
+        ]
+        .concat();
+        for v in &records {
+            let plain = point_key(&serde_json::from_value(v.clone()).unwrap()).0;
+            for knob in &knobs {
+                // The first of these values the field takes that is not what
+                // the plain record has.
+                let set = [
+                    serde_json::json!(true),
+                    serde_json::json!(7),
+                    serde_json::json!("ex"),
+                ]
+                .into_iter()
+                .filter(|x| v.get(*knob) != Some(x))
+                .find_map(|x| {
+                    let mut w = v.clone();
+                    w.as_object_mut().unwrap().insert(knob.to_string(), x);
+                    serde_json::from_value::<Record>(w).ok()
+                })
+                .unwrap_or_else(|| panic!("no value to set {knob} to"));
+                let key = point_key(&set).0;
+                assert_ne!(key, plain, "{knob} set does not change the key");
+            }
+        }
     }
 
     #[test]
