@@ -383,3 +383,24 @@ rate = 0.5
     let bad = text.replace("rate = 0.5", "rate = \"fast\"");
     refused(&bad, &["key 'rate'", "expected a number"]);
 }
+
+#[test]
+fn every_shared_record_knob_is_an_experiment_key() {
+    use crate::results::{MemoryFields, PathFields, PostingFields};
+    for field in [
+        PostingFields::COLUMNS,
+        PathFields::COLUMNS,
+        MemoryFields::COLUMNS,
+    ]
+    .concat()
+    {
+        assert!(super::is_option_key(field), "{field} is not a key");
+    }
+    // Each key appears once (a second entry's kind would never be read).
+    for (i, (key, _)) in super::OPTIONS.iter().enumerate() {
+        assert!(
+            !super::option_keys().skip(i + 1).any(|k| k == *key),
+            "{key} twice"
+        );
+    }
+}
