@@ -6,9 +6,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use rdma_bench::export::{CsvExporter, Exporter, JsonExporter};
-use rdma_bench::results::{
-    LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields, Record, ResultsDoc,
-};
+use rdma_bench::results::{LatencyRecord, PostingFields, Record, ResultsDoc};
 use rdma_bench::stats::LatencyRecorder;
 use rdma_bench::verbs::SendList;
 
@@ -55,35 +53,10 @@ fn sweep_doc(points: usize) -> ResultsDoc {
     }
     let record = LatencyRecord {
         series: Some("WRITE".into()),
-        verb: "write".into(),
-        metric: "half_rtt".into(),
-        transport: "rc".into(),
-        size: 64,
         posting: PostingFields {
             inline: true,
-            inline_size: None,
-            imm: false,
-            op: None,
-            sge: 1,
-            events: false,
-            post_api: Default::default(),
+            ..Default::default()
         },
-        event_wakeups: None,
-        path: PathFields {
-            tclass: None,
-            sl: None,
-            flow_label: None,
-            mtu: None,
-        },
-        bidirectional: false,
-        srq: false,
-        memory: MemoryFields {
-            hugepages: false,
-            mr_per_qp: false,
-            region: None,
-            offsets: "fixed".into(),
-        },
-        connection: "gid".into(),
         iters: 100_000,
         warmup_dropped: 1000,
         elapsed_s: 2.0,
@@ -92,23 +65,8 @@ fn sweep_doc(points: usize) -> ResultsDoc {
         rtt_mean_ns: Some(41_000.0),
         sent: 101_000,
         server_received: Some(101_000),
-        verify_failures: 0,
-        device_counters: None,
-        requested_s: None,
         histogram: rec.buckets(0.5),
-        cpu_util: None,
-        live: LiveFields {
-            interval_s: None,
-            forever: false,
-            intervals: vec![],
-            in_progress: None,
-            to_stop: None,
-        },
-        load: None,
-        offered_mops: None,
-        achieved_mops: None,
-        saturated_mops: None,
-        background: None,
+        ..LatencyRecord::example()
     };
     ResultsDoc {
         schema_version: 1,

@@ -11,6 +11,7 @@ use crate::cpu_use::CpuUse;
 use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
 use crate::stats::LatencyStats;
 
+mod example;
 mod fields;
 use fields::columns;
 pub use fields::{LiveFields, MemoryFields, PathFields, PostingFields};

@@ -603,10 +603,7 @@ fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{
-        DeviceInfo, LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields, Record,
-        ResultsDoc,
-    };
+    use crate::results::{DeviceInfo, LatencyRecord, Record, ResultsDoc, TputRecord};
     use crate::stats::LatencyStats;
 
     fn doc(device: &str, part: u32, points: &[(u32, f64)]) -> (String, ResultsDoc) {
@@ -614,64 +611,12 @@ mod tests {
             .iter()
             .map(|&(size, p50)| {
                 Record::Latency(LatencyRecord {
-                    series: None,
-                    verb: "write".into(),
-                    metric: "half_rtt".into(),
-                    transport: "rc".into(),
                     size,
-                    posting: PostingFields {
-                        inline: false,
-                        inline_size: None,
-                        imm: false,
-                        op: None,
-                        sge: 1,
-                        events: false,
-                        post_api: Default::default(),
-                    },
-                    event_wakeups: None,
-                    path: PathFields {
-                        tclass: None,
-                        sl: None,
-                        flow_label: None,
-                        mtu: None,
-                    },
-                    bidirectional: false,
-                    srq: false,
-                    memory: MemoryFields {
-                        hugepages: false,
-                        mr_per_qp: false,
-                        region: None,
-                        offsets: "fixed".into(),
-                    },
-                    connection: "gid".into(),
-                    iters: 10,
-                    warmup_dropped: 0,
-                    elapsed_s: 1.0,
                     stats: LatencyStats {
                         p50_ns: p50,
                         ..Default::default()
                     },
-                    rtt_p50_ns: None,
-                    rtt_mean_ns: None,
-                    sent: 10,
-                    server_received: None,
-                    verify_failures: 0,
-                    device_counters: None,
-                    requested_s: None,
-                    histogram: vec![],
-                    cpu_util: None,
-                    live: LiveFields {
-                        interval_s: None,
-                        forever: false,
-                        intervals: vec![],
-                        in_progress: None,
-                        to_stop: None,
-                    },
-                    load: None,
-                    offered_mops: None,
-                    achieved_mops: None,
-                    saturated_mops: None,
-                    background: None,
+                    ..LatencyRecord::example()
                 })
             })
             .collect();
@@ -740,18 +685,9 @@ mod tests {
     #[test]
     fn every_shared_knob_joins_the_key_when_set() {
         let (_, d) = doc("rxe0", 0, &[(64, 1000.0)]);
-        let tput = serde_json::json!({
-            "kind": "throughput", "verb": "write", "direction": "inbound", "transport": "rc",
-            "size": 64, "inline": false, "imm": false, "op": null, "req": null, "resp": null,
-            "signal_period": 64, "qps": 1, "postlist": 1, "window": 128, "threads": 1,
-            "warmup_s": 0.2, "ops": 10, "elapsed_s": 1.0, "mops": 1.0, "gbps": 0.5,
-            "mib_s": 61.0, "sent": 10, "received": null, "lost": null, "responses": null,
-            "completions": 1, "per_thread": [], "per_qp_ops": [10], "group_clients": 1,
-            "aggregate_mops": null, "clients": []
-        });
         let records = [
             serde_json::to_value(&d.results[0]).unwrap(),
-            serde_json::to_value(serde_json::from_value::<Record>(tput).unwrap()).unwrap(),
+            serde_json::to_value(Record::Throughput(TputRecord::example())).unwrap(),
         ];
         let knobs = [
             PostingFields::COLUMNS,

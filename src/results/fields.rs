@@ -35,6 +35,22 @@ pub struct PostingFields {
     pub post_api: crate::spec::PostApi,
 }
 
+/// No posting option given: what a file written before each of these
+/// fields reads as (`inline` and `imm` false).
+impl Default for PostingFields {
+    fn default() -> Self {
+        PostingFields {
+            inline: false,
+            inline_size: None,
+            imm: false,
+            op: None,
+            sge: crate::spec::one_sge(),
+            events: false,
+            post_api: crate::spec::PostApi::default(),
+        }
+    }
+}
+
 impl PostingFields {
     /// The fields' names, in order: the CSV columns they fill.
     pub const COLUMNS: &'static [&'static str] = &[
@@ -49,7 +65,7 @@ impl PostingFields {
 }
 
 /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct PathFields {
     /// `--tclass`, `--sl`, `--flow-label` and `--mtu` as requested; absent
     /// where not given (traffic class, SL and flow label 0, the active MTU).
@@ -94,6 +110,18 @@ pub struct MemoryFields {
     pub offsets: String,
 }
 
+/// The default layout: what a file written before these fields reads as.
+impl Default for MemoryFields {
+    fn default() -> Self {
+        MemoryFields {
+            hugepages: false,
+            mr_per_qp: false,
+            region: None,
+            offsets: fixed_offsets(),
+        }
+    }
+}
+
 impl MemoryFields {
     /// The fields' names, in order: the CSV columns they fill.
     pub const COLUMNS: &'static [&'static str] = &["hugepages", "mr_per_qp", "region", "offsets"];
@@ -111,7 +139,7 @@ impl MemoryFields {
 
 /// `--interval` and `--forever`: how the measured span was watched and
 /// ended, and what it was cut into.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct LiveFields {
     /// `--interval` as asked (`null` without it).
     #[serde(default)]
@@ -233,6 +261,20 @@ mod tests {
             sorted(MemoryFields::COLUMNS)
         );
         assert_eq!(schema_names::<LiveFields>(), sorted(LiveFields::COLUMNS));
+    }
+
+    #[test]
+    fn defaults_are_what_a_file_without_the_fields_reads_as() {
+        // `inline` and `imm` have been in every file; the rest may be absent.
+        let posting: PostingFields =
+            serde_json::from_str(r#"{"inline": false, "imm": false}"#).unwrap();
+        assert_eq!(posting, PostingFields::default());
+        let path: PathFields = serde_json::from_str("{}").unwrap();
+        assert_eq!(path, PathFields::default());
+        let memory: MemoryFields = serde_json::from_str("{}").unwrap();
+        assert_eq!(memory, MemoryFields::default());
+        let live: LiveFields = serde_json::from_str("{}").unwrap();
+        assert_eq!(live, LiveFields::default());
     }
 
     #[test]
