@@ -1,9 +1,19 @@
 //! Runs of fields that latency and throughput records share, each one
 //! struct flattened into both (`#[serde(flatten)]`): a results file shows
 //! them as plain fields of the record, in the order they are declared
-//! here, exactly as when each record listed them itself. A new knob of
-//! one of these kinds is one field here (and its name in `COLUMNS`); both
-//! records, their CSV columns and `compare`'s tests follow.
+//! here, exactly as when each record listed them itself (key order
+//! included). A new knob of one of these kinds is one field here and its
+//! name in `COLUMNS`: both records and their CSV columns follow, and tests
+//! fail until `compare`'s key and the experiment-file keys have it too.
+//!
+//! What both records carry but list themselves, on purpose: `series`,
+//! `verb`, `transport` and `size` (a kind's own field, `metric` or
+//! `direction`, sits between them); `event_wakeups`, `cpu_util`,
+//! `bidirectional` and `srq`, whose descriptions differ per kind (a latency
+//! point is never bidirectional nor on an SRQ); and `connection`, a path
+//! knob that sits after the memory fields in every file written so far.
+//! Moving any of them into a run would change the files' key order or the
+//! schema's descriptions.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
