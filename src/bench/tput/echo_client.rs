@@ -388,6 +388,9 @@ fn echo_client_thread(
         let mut progress = false;
         // Waiting for tokens is not a stalled server.
         let mut pacing = false;
+        // QPs refused tokens this pass: when that is all of them, the
+        // thread may sleep until the first token is due.
+        let mut starved = 0;
         if !stopping {
             for q in 0..n {
                 for k in 0..w {
@@ -398,6 +401,7 @@ fn echo_client_thread(
                     if let Some(pacers) = pacers.as_mut() {
                         if !pacers.take(q, now, 1) {
                             pacing = true;
+                            starved += 1;
                             break;
                         }
                     }
@@ -455,6 +459,9 @@ fn echo_client_thread(
         }
         let k = tx.reap(&s.req.send_cq, req_label)?;
         quiet = landed == 0 && k == 0;
+        if let (Some(pacers), true) = (pacers.as_mut(), starved == n && quiet) {
+            pacers.rest(clock, 1);
+        }
         if progress || k > 0 {
             last_progress = now;
             last_landing = now;
