@@ -16,12 +16,12 @@ use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
-use super::super::wait::{arm_all, take_event, Patience};
+use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
-use super::window::PointCtx;
+use super::window::{PointCtx, WithinPass};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.
@@ -323,7 +323,13 @@ fn echo_client_thread(
     let mut stopped_at = t0;
     let mut counters = Default::default();
     let mut last_landing = t0;
-    loop {
+    // A pass over many QPs (posting, then scanning every slot for its
+    // response) can outlast a tenth of a short window, so it reads the clock
+    // every few posts or QPs scanned as well and, once the window is over,
+    // goes straight back to the head, which stops it: every round trip
+    // counted landed before `stopped_at`.
+    let mut within = WithinPass::default();
+    'pass: loop {
         if aborted() {
             return Err(Error::Interrupted);
         }
@@ -395,6 +401,9 @@ fn echo_client_thread(
                     if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
                         continue;
                     }
+                    if within.due() && win.over(clock.now()) {
+                        continue 'pass;
+                    }
                     if let Some(pacers) = pacers.as_mut() {
                         if !pacers.take(q, now, 1) {
                             pacing = true;
@@ -418,7 +427,12 @@ fn echo_client_thread(
         }
         // (Not while a QP waits for --rate tokens: they come with time, not an event.)
         if quiet && fl.in_flight > 0 && !pacing {
-            sleep_for_responses(&s.req)?;
+            let ms = if stopping {
+                EVENT_SLICE_MS
+            } else {
+                win.sleep_ms(clock.now(), EVENT_SLICE_MS)
+            };
+            sleep_for_responses(&s.req, ms)?;
         }
         // Responses.
         let mut landed = 0;
@@ -441,6 +455,9 @@ fn echo_client_thread(
             }
             _ => {
                 for q in 0..n {
+                    if !stopping && within.due() && win.over(clock.now()) {
+                        continue 'pass;
+                    }
                     let responses = s.req.offset(q) + last;
                     for k in 0..w {
                         let i = q * w + k;
@@ -486,12 +503,13 @@ fn echo_client_thread(
 /// `--events` (SEND requests and SEND responses): once a pass has found the
 /// request QPs' send and receive CQs both empty (so every completion polled
 /// so far raised no event still unseen) and a response is coming, sleeps
-/// until either CQ raises an event (one slice at most, so the window's end,
-/// the drain and the stall check still run), re-arms that CQ, and lets the
-/// pass poll both. Without a channel, does nothing.
-fn sleep_for_responses(req: &QpSet) -> Result<()> {
+/// until either CQ raises an event (`ms` at most: one slice, or less when
+/// the window ends sooner, so the window's end, the drain and the stall
+/// check still run on time), re-arms that CQ, and lets the pass poll both.
+/// Without a channel, does nothing.
+fn sleep_for_responses(req: &QpSet, ms: i32) -> Result<()> {
     if let Some(ch) = &req.channel {
-        take_event(ch, &[&req.send_cq, &req.recv_cq])?;
+        take_event_within(ch, &[&req.send_cq, &req.recv_cq], ms)?;
     }
     Ok(())
 }
