@@ -394,35 +394,54 @@ fn echo_client_thread(
         let mut progress = false;
         // Waiting for tokens is not a stalled server.
         let mut pacing = false;
-        if !stopping {
-            for q in 0..n {
+        // WRITE responses: each QP's slots are scanned for their markers
+        // just before its free slots are refilled, so round trips land (and
+        // count) as the pass goes, not only once it has posted to every QP.
+        let scan = s.resp_verb == EchoVerb::Write;
+        for q in 0..n {
+            if !stopping && within.due() && win.over(clock.now()) {
+                continue 'pass;
+            }
+            if scan {
+                let responses = s.req.offset(q) + last;
                 for k in 0..w {
                     let i = q * w + k;
-                    if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
-                        continue;
+                    if fl.busy[i]
+                        && s.req.mr.read_u8(responses + layout.response(k)) == marker(fl.gen[i])
+                    {
+                        progress |= fl.land(q, k);
                     }
-                    if within.due() && win.over(clock.now()) {
-                        continue 'pass;
-                    }
-                    if let Some(pacers) = pacers.as_mut() {
-                        if !pacers.take(q, now, 1) {
-                            pacing = true;
-                            break;
-                        }
-                    }
-                    let at = s.req.offset(q) + layout.request(k) + last;
-                    s.req.mr.write_u8(at, marker(fl.gen[i]));
-                    let seq = tx.posted[q] + 1;
-                    let l = &mut s.requests[i];
-                    l.set_signaled(0, seq % sp == 0);
-                    l.set_wr_id(0, WrId::pack(q, seq));
-                    s.req.qps[q].post_send(l)?;
-                    tx.posted[q] = seq;
-                    fl.busy[i] = true;
-                    fl.sent_at[i] = now;
-                    fl.in_flight += 1;
-                    progress = true;
                 }
+            }
+            if stopping {
+                continue;
+            }
+            for k in 0..w {
+                let i = q * w + k;
+                if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
+                    continue;
+                }
+                if within.due() && win.over(clock.now()) {
+                    continue 'pass;
+                }
+                if let Some(pacers) = pacers.as_mut() {
+                    if !pacers.take(q, now, 1) {
+                        pacing = true;
+                        break;
+                    }
+                }
+                let at = s.req.offset(q) + layout.request(k) + last;
+                s.req.mr.write_u8(at, marker(fl.gen[i]));
+                let seq = tx.posted[q] + 1;
+                let l = &mut s.requests[i];
+                l.set_signaled(0, seq % sp == 0);
+                l.set_wr_id(0, WrId::pack(q, seq));
+                s.req.qps[q].post_send(l)?;
+                tx.posted[q] = seq;
+                fl.busy[i] = true;
+                fl.sent_at[i] = now;
+                fl.in_flight += 1;
+                progress = true;
             }
         }
         // (Not while a QP waits for --rate tokens: they come with time, not an event.)
@@ -434,41 +453,23 @@ fn echo_client_thread(
             };
             sleep_for_responses(&s.req, ms)?;
         }
-        // Responses.
+        // SEND responses: the receive CQ, whichever QPs they came to.
         let mut landed = 0;
-        match (&mut s.recvs, s.resp_verb) {
-            (Some(ring), EchoVerb::Send) => {
-                let rs = s.resp.as_mut().unwrap_or(&mut s.req);
-                let k = arrivals.poll(&rs.recv_cq)?;
-                for a in &arrivals.got[..k] {
-                    // A response without the slot's immediate, or naming
-                    // a slot that does not exist, completes nothing.
-                    if let Some((_, slot)) = a.imm.map(EchoImm::unpack) {
-                        if slot < w {
-                            fl.land(a.qp, slot);
-                        }
-                    }
-                    ring.consumed(a.qp, &mut rs.qps[a.qp])?;
-                    progress = true;
-                }
-                landed = k;
-            }
-            _ => {
-                for q in 0..n {
-                    if !stopping && within.due() && win.over(clock.now()) {
-                        continue 'pass;
-                    }
-                    let responses = s.req.offset(q) + last;
-                    for k in 0..w {
-                        let i = q * w + k;
-                        if fl.busy[i]
-                            && s.req.mr.read_u8(responses + layout.response(k)) == marker(fl.gen[i])
-                        {
-                            progress |= fl.land(q, k);
-                        }
+        if let (Some(ring), EchoVerb::Send) = (&mut s.recvs, s.resp_verb) {
+            let rs = s.resp.as_mut().unwrap_or(&mut s.req);
+            let k = arrivals.poll(&rs.recv_cq)?;
+            for a in &arrivals.got[..k] {
+                // A response without the slot's immediate, or naming
+                // a slot that does not exist, completes nothing.
+                if let Some((_, slot)) = a.imm.map(EchoImm::unpack) {
+                    if slot < w {
+                        fl.land(a.qp, slot);
                     }
                 }
+                ring.consumed(a.qp, &mut rs.qps[a.qp])?;
+                progress = true;
             }
+            landed = k;
         }
         let k = tx.reap(&s.req.send_cq, req_label)?;
         quiet = landed == 0 && k == 0;
