@@ -137,7 +137,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let (pc, ps) = p.threads(loopback);
         (c.max(pc), s.max(ps))
     });
-    let (affinity, warning) = plan_cpus(&args.device, &port, client, server)?;
+    let mut device = args.device.clone();
+    device.cpu = device.cpu.or_else(|| exp.cpu.clone());
+    let (affinity, warning) = plan_cpus(&device, &port, client, server)?;
     doc.affinity = Some(affinity);
     let console = Console::new(args.quiet, todo as u64);
     if let Some(w) = warning {

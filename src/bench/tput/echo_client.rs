@@ -323,9 +323,9 @@ fn echo_client_thread(
     let mut stopped_at = t0;
     let mut counters = Default::default();
     let mut last_landing = t0;
-    // A pass over many QPs (posting, then scanning every slot for its
-    // response) can outlast a tenth of a short window, so it reads the clock
-    // every few posts or QPs scanned as well and, once the window is over,
+    // A pass over many QPs (scanning each one's slots for responses, then
+    // refilling them) can outlast a tenth of a short window, so it reads the
+    // clock every few posts or QPs as well and, once the window is over,
     // goes straight back to the head, which stops it: every round trip
     // counted landed before `stopped_at`.
     let mut within = WithinPass::default();
@@ -394,6 +394,9 @@ fn echo_client_thread(
         let mut progress = false;
         // Waiting for tokens is not a stalled server.
         let mut pacing = false;
+        // QPs refused tokens this pass: when that is all of them, the
+        // thread may sleep until the first token is due.
+        let mut starved = 0;
         // WRITE responses: each QP's slots are scanned for their markers
         // just before its free slots are refilled, so round trips land (and
         // count) as the pass goes, not only once it has posted to every QP.
@@ -427,6 +430,7 @@ fn echo_client_thread(
                 if let Some(pacers) = pacers.as_mut() {
                     if !pacers.take(q, now, 1) {
                         pacing = true;
+                        starved += 1;
                         break;
                     }
                 }
@@ -473,6 +477,9 @@ fn echo_client_thread(
         }
         let k = tx.reap(&s.req.send_cq, req_label)?;
         quiet = landed == 0 && k == 0;
+        if let (Some(pacers), true) = (pacers.as_mut(), starved == n && quiet) {
+            pacers.rest(clock, 1);
+        }
         if progress || k > 0 {
             last_progress = now;
             last_landing = now;

@@ -210,6 +210,9 @@ fn issue_thread(
             }
         }
         let (mut progress, mut pacing) = (false, false);
+        // QPs refused tokens this pass: when that is all of them, the
+        // thread may sleep until the first token is due.
+        let mut starved = 0;
         for q in 0..n {
             // Fill this QP's window (as perftest does), as far as its
             // tokens allow, then poll once.
@@ -226,6 +229,7 @@ fn issue_thread(
                         // Waiting for tokens is not a stalled peer.
                         progress = true;
                         pacing = true;
+                        starved += 1;
                         break;
                     }
                 }
@@ -284,6 +288,9 @@ fn issue_thread(
             }
             _ => tx.reap(&set.send_cq, verb)?,
         };
+        if let (Some(pacers), true) = (pacers.as_mut(), starved == n && k == 0) {
+            pacers.rest(clock, pl);
+        }
         if k > 0 || progress {
             last_progress = now;
         } else {

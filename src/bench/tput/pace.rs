@@ -5,18 +5,30 @@
 //! ticks of the calibrated clock every time, so rounding never accumulates
 //! and the offered rate does not drift. The bucket holds at most `cap`
 //! tokens (a QP's window): after a stall it catches up by at most one
-//! window, so a hiccup cannot turn into a long full-speed burst. The
-//! issuer spins on it; nothing here sleeps or calls the OS. `QpPacers` is
-//! one issuing thread's buckets, one per QP, shared by the inbound/outbound
-//! issuer and the echo client.
+//! window, so a hiccup cannot turn into a long full-speed burst. `QpPacers`
+//! is one issuing thread's buckets, one per QP, shared by the
+//! inbound/outbound issuer and the echo client.
+//!
+//! When every QP of a thread waits for tokens and the first is far off, the
+//! thread sleeps (`Doze`) instead of spinning, waking a little early and
+//! spinning the rest of the way. A paced issuer therefore uses the CPU its
+//! load needs, not a whole core at any rate: its `cpu_util` is the load's
+//! cost, and at a low offered load the CPU is free for whatever runs beside
+//! it (on soft-RoCE, where the CPU is the NIC, the probe of `--under-load`).
+//! The grid is absolute, so waking late costs no tokens: the offered rate
+//! is the same, only the spacing of WRs gets coarser by the lateness.
 
 use std::time::Duration;
 
 use super::window::PointCtx;
+use crate::clock::Clock;
 
 /// One bucket per QP of an issuing thread (`--rate`), each offered its
 /// QP's share of the point's rate.
-pub struct QpPacers(Vec<Pacer>);
+pub struct QpPacers {
+    buckets: Vec<Pacer>,
+    doze: Doze,
+}
 
 impl QpPacers {
     /// The buckets of a thread with `qps` QPs, started at `now`; `None`
@@ -27,16 +39,18 @@ impl QpPacers {
         let ticks_per_s = ctx.clock.ticks(Duration::from_secs(1)) as f64;
         let ops = r.per_qp_ops(p.total_qps());
         let burst = r.burst_for(spec.wrs_per_post(p));
-        Some(QpPacers(
-            (0..qps)
+        crate::sys::tighten_timer_slack();
+        Some(QpPacers {
+            buckets: (0..qps)
                 .map(|_| Pacer::new(ops, burst, p.window, ticks_per_s, now))
                 .collect(),
-        ))
+            doze: Doze::new(ctx.clock),
+        })
     }
 
     /// Restarts every bucket at `now` (the measured window opens).
     pub fn restart(&mut self, now: u64) {
-        for pacer in &mut self.0 {
+        for pacer in &mut self.buckets {
             pacer.restart(now);
         }
     }
@@ -44,7 +58,76 @@ impl QpPacers {
     /// Takes `n` tokens from QP `q`'s bucket if it holds them at `now`.
     #[inline(always)]
     pub fn take(&mut self, q: usize, now: u64, n: u64) -> bool {
-        self.0[q].take(now, n)
+        self.buckets[q].take(now, n)
+    }
+
+    /// Called when every QP has just been refused `n` tokens: sleeps until
+    /// shortly before the first of them holds `n`, if that is far enough
+    /// off to be worth a system call, else returns at once.
+    pub fn rest(&mut self, clock: &Clock, n: u64) {
+        let now = clock.now();
+        let due = self.buckets.iter().map(|b| b.due(n)).min().unwrap_or(now);
+        self.doze.rest(clock, now, due.saturating_sub(now));
+    }
+}
+
+/// The sleeping half of a paced thread's wait. A sleep is planned to end
+/// `margin` before the token is due (the lateness of recent wake-ups, so
+/// the thread is usually spinning when the token comes), is never shorter
+/// than [`MIN_SLEEP`] (a shorter wait is spun: the system call would cost
+/// about as much) and never longer than [`MAX_SLEEP`] (the thread still
+/// sees the window's end, intervals and Ctrl-C that often).
+pub struct Doze {
+    min_sleep: u64,
+    max_sleep: u64,
+    /// Expected lateness of a wake-up, in ticks (a moving average).
+    margin: u64,
+    max_margin: u64,
+    sleeps: u64,
+}
+
+/// The shortest sleep worth a system call.
+const MIN_SLEEP: Duration = Duration::from_micros(20);
+/// The longest single sleep.
+const MAX_SLEEP: Duration = Duration::from_millis(1);
+/// The lateness assumed before any wake-up was seen: about what a 2-vCPU
+/// qemu guest shows with the timer slack tightened (45-110 µs at the median).
+const FIRST_MARGIN: Duration = Duration::from_micros(50);
+/// The most lateness a wake-up is believed to have.
+const MAX_MARGIN: Duration = Duration::from_micros(200);
+
+impl Doze {
+    pub fn new(clock: &Clock) -> Self {
+        Doze {
+            min_sleep: clock.ticks(MIN_SLEEP),
+            max_sleep: clock.ticks(MAX_SLEEP),
+            margin: clock.ticks(FIRST_MARGIN),
+            max_margin: clock.ticks(MAX_MARGIN),
+            sleeps: 0,
+        }
+    }
+
+    /// How long to sleep when the token is `wait` ticks away (`None`: spin).
+    fn plan(&self, wait: u64) -> Option<u64> {
+        let sleep = wait.checked_sub(self.margin)?.min(self.max_sleep);
+        (sleep >= self.min_sleep).then_some(sleep)
+    }
+
+    /// Learns from a sleep of `planned` ticks that lasted `took`.
+    fn woke(&mut self, planned: u64, took: u64) {
+        // A wake-up later than `max_margin` is a preempted thread (or a
+        // stalled guest), not the timer's lateness: it would teach the
+        // thread to stop sleeping. An eighth of the news per wake-up.
+        let late = took.saturating_sub(planned).min(self.max_margin);
+        self.margin = self.margin - self.margin / 8 + late / 8;
+        self.sleeps += 1;
+    }
+
+    fn rest(&mut self, clock: &Clock, now: u64, wait: u64) {
+        if let Some(planned) = self.plan(wait) {
+            std::thread::sleep(Duration::from_nanos(clock.to_ns(planned)));
+            self.woke(planned, clock.now().wrapping_sub(now));
+        }
     }
 }
 
@@ -52,6 +135,7 @@ impl QpPacers {
 pub struct Pacer {
     /// Refills per clock tick.
     refills_per_tick: f64,
+    ticks_per_refill: f64,
     burst: u64,
     cap: u64,
     origin: u64,
@@ -68,6 +152,7 @@ impl Pacer {
         let ticks_per_refill = burst as f64 * ticks_per_s / ops_per_s;
         Pacer {
             refills_per_tick: 1.0 / ticks_per_refill,
+            ticks_per_refill,
             burst,
             cap: u64::from(cap).max(burst),
             origin: now,
@@ -101,6 +186,21 @@ impl Pacer {
         }
         self.tokens -= n;
         true
+    }
+
+    /// The tick at which the bucket holds `n` tokens (in the past if it
+    /// may already: `take` has not counted the refills due since).
+    pub fn due(&self, n: u64) -> u64 {
+        if self.tokens >= n {
+            return self.origin;
+        }
+        let refill = self.refills + (n - self.tokens).div_ceil(self.burst);
+        let mut ticks = (refill as f64 * self.ticks_per_refill).ceil() as u64;
+        // The same rounding as `take`'s, which counts in refills per tick.
+        while ((ticks as f64 * self.refills_per_tick) as u64) < refill {
+            ticks += 1;
+        }
+        self.origin + ticks
     }
 }
 
@@ -151,6 +251,55 @@ mod tests {
             "the next 8 land after 8000 ticks"
         );
         assert!(p.take(1_000 + 8_000, 8));
+    }
+
+    #[test]
+    fn due_is_when_take_first_succeeds() {
+        for (ops, burst, n) in [(1e6, 1, 1), (3e5, 8, 8), (7e4, 4, 2), (1e6, 16, 32)] {
+            let mut p = pacer(ops, burst, 128);
+            let mut now = 1_000;
+            for _ in 0..50 {
+                while p.take(now, n) {}
+                let due = p.due(n);
+                assert!(due > now, "{ops} {burst} {n}: due {due} at {now}");
+                assert!(
+                    !p.take(due - 1, n),
+                    "{ops} {burst} {n}: early at {}",
+                    due - 1
+                );
+                assert!(p.take(due, n), "{ops} {burst} {n}: not at {due}");
+                now = due;
+            }
+        }
+    }
+
+    #[test]
+    fn a_doze_spins_short_waits_and_wakes_before_the_token() {
+        // In ns: spin below 20 µs, at most 1 ms, 20 µs early at first,
+        // lateness believed up to 200 µs.
+        let mut d = Doze {
+            min_sleep: 20_000,
+            max_sleep: 1_000_000,
+            margin: 20_000,
+            max_margin: 200_000,
+            sleeps: 0,
+        };
+        assert_eq!(d.plan(30_000), None, "10 µs of sleep is not worth it");
+        assert_eq!(d.plan(100_000), Some(80_000));
+        assert_eq!(d.plan(50_000_000), Some(1_000_000), "capped");
+        // Wake-ups 60 µs late, again and again: the margin converges to that.
+        for _ in 0..100 {
+            d.woke(80_000, 140_000);
+        }
+        assert!((59_000..=60_000).contains(&d.margin), "{}", d.margin);
+        assert_eq!(d.plan(70_000), None);
+        assert_eq!(d.plan(200_000), Some(200_000 - d.margin));
+        assert_eq!(d.sleeps, 100);
+        // A stalled wake-up (8 ms late) moves the margin by at most an
+        // eighth of the cap, and the thread keeps sleeping.
+        d.woke(80_000, 8_080_000);
+        assert!(d.margin <= 60_000 + 25_000, "{}", d.margin);
+        assert!(d.plan(300_000).is_some());
     }
 
     #[test]

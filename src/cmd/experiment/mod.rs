@@ -73,6 +73,11 @@ struct ExperimentFile {
     launcher: Option<Spanned<String>>,
     #[serde(default)]
     ranks: Option<Spanned<u32>>,
+    /// The CPUs the run's measuring threads are pinned to, as `--cpu`
+    /// (which overrides it): part of what the experiment measures when a
+    /// load must share a CPU with what it disturbs.
+    #[serde(default)]
+    cpu: Option<Spanned<String>>,
     #[serde(default)]
     defaults: Option<Table>,
     series: Vec<Spanned<Table>>,
@@ -97,6 +102,8 @@ pub struct Experiment {
     pub name: String,
     pub description: Option<String>,
     pub launcher: Launcher,
+    /// `cpu = "LIST"`: the run's `--cpu` unless the command line gives one.
+    pub cpu: Option<Vec<usize>>,
     pub series: Vec<Series>,
 }
 
@@ -179,6 +186,13 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
             return Err(cx.err(r.span().start, "key 'ranks': only with launcher = \"mpi\""))
         }
     };
+    let cpu = match &raw.cpu {
+        None => None,
+        Some(c) => Some(
+            crate::affinity::parse_cpu_list(c.get_ref())
+                .map_err(|e| cx.err(c.span().start, format!("key 'cpu': {e}")))?,
+        ),
+    };
     let defaults = raw.defaults.unwrap_or_default();
     check_keys(&cx, &defaults, true)?;
     let mut series: Vec<Series> = Vec::new();
@@ -219,6 +233,7 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
         name,
         description: raw.description,
         launcher,
+        cpu,
         series,
     })
 }
@@ -498,7 +513,10 @@ impl Experiment {
         let mut lines = Vec::new();
         for (i, s) in self.series.iter().enumerate() {
             let json = out.join(format!("{}-{}.json", self.name, i + 1));
-            let args: Vec<String> = s.argv.iter().map(|a| shell_word(a)).collect();
+            let mut args: Vec<String> = s.argv.iter().map(|a| shell_word(a)).collect();
+            if let Some(cpu) = &self.cpu {
+                args.push(format!("--cpu={}", crate::affinity::format_cpu_list(cpu)));
+            }
             let tail = format!(
                 "rdma-bench {} --json {}",
                 args.join(" "),

@@ -73,6 +73,28 @@ fn an_mpi_experiment_prints_launcher_lines() {
 }
 
 #[test]
+fn a_file_level_cpu_list_pins_the_run() {
+    let text = "name = \"m\"\ncpu = \"0,2-3\"\nlauncher = \"mpi\"\nranks = 2\n[[series]]\nlabel = \"R\"\nverb = \"read\"\n";
+    let e = parse("m.toml", text).unwrap();
+    assert_eq!(e.cpu, Some(vec![0, 2, 3]));
+    assert!(
+        e.launch_lines(Path::new("results"))[1].contains(" --cpu=0,2-3 "),
+        "{:?}",
+        e.launch_lines(Path::new("results"))
+    );
+    assert_eq!(
+        parse("m.toml", "name = \"m\"\n[[series]]\nverb = \"read\"\n")
+            .unwrap()
+            .cpu,
+        None
+    );
+    refused(
+        "name = \"m\"\ncpu = \"3-1\"\n[[series]]\nverb = \"read\"\n",
+        &["x.toml:2:", "key 'cpu'", "backwards"],
+    );
+}
+
+#[test]
 fn every_shipped_config_parses() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-configs");
     let mut n = 0;
