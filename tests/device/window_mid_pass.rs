@@ -10,7 +10,10 @@
 
 use super::{counter, latency};
 
-/// elapsed_s within 10% of the 0.5 s asked (measured: 0.5001 to 0.5009 s).
+/// elapsed_s within 10% of the 0.5 s asked. Measured on a shared machine:
+/// the issuer 0.5001 to 0.5009 s, echo 0.5001 to 0.5045 s; what is left is
+/// one slow post (a single post_send on rxe under TCG sometimes takes 9-13
+/// ms), so the window's end waits for it.
 fn assert_lasts_half_a_second(what: &str, elapsed_s: f64) {
     assert!(
         (0.45..=0.55).contains(&elapsed_s),
