@@ -173,7 +173,7 @@ fn issue_thread(
         (None, None) => win.over(t),
     };
     // One pass over thousands of QPs outlasts a tenth of a short window
-    // (1024 QPs under TCG: 70-80 ms), so the pass also reads the clock every
+    // (1024 QPs under TCG: 45-100 ms), so the pass also reads the clock every
     // few posts and, once the window is over, goes straight back to the head,
     // which closes it: every WR counted was posted before `closed_at`.
     let mut within = WithinPass::default();

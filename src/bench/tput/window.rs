@@ -265,7 +265,7 @@ impl CounterEdges<'_> {
 /// Throughput loops ask it once per pass whether the window opens (then they
 /// snapshot their counters), and whether it is over both at the head of each
 /// pass and every few posts within one (`WithinPass`): one pass over 1024
-/// QPs takes 70-80 ms under TCG, more than a tenth of a 0.5 s window.
+/// QPs takes 45-100 ms under TCG, more than a tenth of a 0.5 s window.
 pub struct WindowTimer {
     warm_end: u64,
     /// How long a timed window lasts; `None` in an --iters run (the loop ends it).
