@@ -30,6 +30,8 @@ mod package;
 mod perftest;
 #[path = "device/rate_load.rs"]
 mod rate_load;
+#[path = "device/window_mid_pass.rs"]
+mod window_mid_pass;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -1302,7 +1304,7 @@ fn tput_window_with_1024_qps_lasts_what_was_asked() {
     let r = doc.throughput().next().unwrap();
     let sent_pkts = counter(r.device_counters.as_ref(), "sent_pkts", "q1024");
     eprintln!(
-        "MEASURED: write outbound -q 1024 -D 0.5: elapsed_s {:.3}, ops {}, device sent_pkts {sent_pkts} ({:.3} per op), run took {:.1} s",
+        "MEASURED: write outbound -q 1024 -D 0.5: elapsed_s {:.4}, ops {}, device sent_pkts {sent_pkts} ({:.3} per op), run took {:.1} s",
         r.elapsed_s,
         r.ops,
         sent_pkts as f64 / r.ops as f64,
@@ -1314,13 +1316,17 @@ fn tput_window_with_1024_qps_lasts_what_was_asked() {
         (r.ops / 1024 > 1) && r.ops < r.sent,
         "more than one pass in the window: {r:?}"
     );
-    // The issuer checks the deadline once per pass over its QPs, and a pass
-    // over 1024 QPs under TCG takes tens of ms, so the window ends that much
-    // late (elapsed_s says so): 0.528 to 0.556 s over five clean-clone runs.
-    // A collapsed window (the bug this guards) lasted a fraction of 0.5 s.
+    // A pass over 1024 QPs under TCG takes 45-100 ms (2048 posts of 22-40 us
+    // each), so the issuer reads the clock every 16 posts within a pass, not
+    // only at its head: the window ends within a few ms of its deadline
+    // (0.5001, 0.5002, 0.5004 s over three runs on a shared machine; 0.528 to
+    // 0.556 s in CI when it looked once per pass). What remains is one slow
+    // post: a single post_send on rxe under TCG sometimes takes 9-13 ms. A
+    // collapsed window (the bug this guards) lasted a fraction of 0.5 s; the
+    // 10% either side is room for a loaded machine.
     assert!(
-        (0.45..=0.60).contains(&r.elapsed_s),
-        "elapsed_s {} is not within -10%/+20% of the 0.5 s asked for",
+        (0.45..=0.55).contains(&r.elapsed_s),
+        "elapsed_s {} is not within -10%/+10% of the 0.5 s asked for",
         r.elapsed_s
     );
     // Every op is a WRITE and its ACK on the device; the device also retires

@@ -24,7 +24,17 @@ pub fn arm_all(cqs: &[&CompletionQueue]) -> Result<()> {
 /// See `arm_all`. True when an event was taken (a wake-up); false when the
 /// slice ended first (the caller checks its deadlines and the abort flag).
 pub fn take_event(ch: &CompletionChannel, cqs: &[&CompletionQueue]) -> Result<bool> {
-    let Some(event) = ch.wait(EVENT_SLICE_MS)? else {
+    take_event_within(ch, cqs, EVENT_SLICE_MS)
+}
+
+/// `take_event`, sleeping `ms` at most (a measured window's end may come
+/// before a whole slice has passed).
+pub fn take_event_within(
+    ch: &CompletionChannel,
+    cqs: &[&CompletionQueue],
+    ms: i32,
+) -> Result<bool> {
+    let Some(event) = ch.wait(ms)? else {
         return Ok(false);
     };
     if let Some(cq) = cqs.iter().find(|cq| cq.raised(event)) {

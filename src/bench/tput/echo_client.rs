@@ -16,12 +16,12 @@ use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
-use super::super::wait::{arm_all, take_event, Patience};
+use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
 use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
-use super::window::PointCtx;
+use super::window::{PointCtx, WithinPass};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.
@@ -323,7 +323,13 @@ fn echo_client_thread(
     let mut stopped_at = t0;
     let mut counters = Default::default();
     let mut last_landing = t0;
-    loop {
+    // A pass over many QPs (scanning each one's slots for responses, then
+    // refilling them) can outlast a tenth of a short window, so it reads the
+    // clock every few posts or QPs as well and, once the window is over,
+    // goes straight back to the head, which stops it: every round trip
+    // counted landed before `stopped_at`.
+    let mut within = WithinPass::default();
+    'pass: loop {
         if aborted() {
             return Err(Error::Interrupted);
         }
@@ -391,71 +397,83 @@ fn echo_client_thread(
         // QPs refused tokens this pass: when that is all of them, the
         // thread may sleep until the first token is due.
         let mut starved = 0;
-        if !stopping {
-            for q in 0..n {
+        // WRITE responses: each QP's slots are scanned for their markers
+        // just before its free slots are refilled, so round trips land (and
+        // count) as the pass goes, not only once it has posted to every QP.
+        let scan = s.resp_verb == EchoVerb::Write;
+        for q in 0..n {
+            if !stopping && within.due() && win.over(clock.now()) {
+                continue 'pass;
+            }
+            if scan {
+                let responses = s.req.offset(q) + last;
                 for k in 0..w {
                     let i = q * w + k;
-                    if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
-                        continue;
+                    if fl.busy[i]
+                        && s.req.mr.read_u8(responses + layout.response(k)) == marker(fl.gen[i])
+                    {
+                        progress |= fl.land(q, k);
                     }
-                    if let Some(pacers) = pacers.as_mut() {
-                        if !pacers.take(q, now, 1) {
-                            pacing = true;
-                            starved += 1;
-                            break;
-                        }
-                    }
-                    let at = s.req.offset(q) + layout.request(k) + last;
-                    s.req.mr.write_u8(at, marker(fl.gen[i]));
-                    let seq = tx.posted[q] + 1;
-                    let l = &mut s.requests[i];
-                    l.set_signaled(0, seq % sp == 0);
-                    l.set_wr_id(0, WrId::pack(q, seq));
-                    s.req.qps[q].post_send(l)?;
-                    tx.posted[q] = seq;
-                    fl.busy[i] = true;
-                    fl.sent_at[i] = now;
-                    fl.in_flight += 1;
-                    progress = true;
                 }
+            }
+            if stopping {
+                continue;
+            }
+            for k in 0..w {
+                let i = q * w + k;
+                if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
+                    continue;
+                }
+                if within.due() && win.over(clock.now()) {
+                    continue 'pass;
+                }
+                if let Some(pacers) = pacers.as_mut() {
+                    if !pacers.take(q, now, 1) {
+                        pacing = true;
+                        starved += 1;
+                        break;
+                    }
+                }
+                let at = s.req.offset(q) + layout.request(k) + last;
+                s.req.mr.write_u8(at, marker(fl.gen[i]));
+                let seq = tx.posted[q] + 1;
+                let l = &mut s.requests[i];
+                l.set_signaled(0, seq % sp == 0);
+                l.set_wr_id(0, WrId::pack(q, seq));
+                s.req.qps[q].post_send(l)?;
+                tx.posted[q] = seq;
+                fl.busy[i] = true;
+                fl.sent_at[i] = now;
+                fl.in_flight += 1;
+                progress = true;
             }
         }
         // (Not while a QP waits for --rate tokens: they come with time, not an event.)
         if quiet && fl.in_flight > 0 && !pacing {
-            sleep_for_responses(&s.req)?;
+            let ms = if stopping {
+                EVENT_SLICE_MS
+            } else {
+                win.sleep_ms(clock.now(), EVENT_SLICE_MS)
+            };
+            sleep_for_responses(&s.req, ms)?;
         }
-        // Responses.
+        // SEND responses: the receive CQ, whichever QPs they came to.
         let mut landed = 0;
-        match (&mut s.recvs, s.resp_verb) {
-            (Some(ring), EchoVerb::Send) => {
-                let rs = s.resp.as_mut().unwrap_or(&mut s.req);
-                let k = arrivals.poll(&rs.recv_cq)?;
-                for a in &arrivals.got[..k] {
-                    // A response without the slot's immediate, or naming
-                    // a slot that does not exist, completes nothing.
-                    if let Some((_, slot)) = a.imm.map(EchoImm::unpack) {
-                        if slot < w {
-                            fl.land(a.qp, slot);
-                        }
-                    }
-                    ring.consumed(a.qp, &mut rs.qps[a.qp])?;
-                    progress = true;
-                }
-                landed = k;
-            }
-            _ => {
-                for q in 0..n {
-                    let responses = s.req.offset(q) + last;
-                    for k in 0..w {
-                        let i = q * w + k;
-                        if fl.busy[i]
-                            && s.req.mr.read_u8(responses + layout.response(k)) == marker(fl.gen[i])
-                        {
-                            progress |= fl.land(q, k);
-                        }
+        if let (Some(ring), EchoVerb::Send) = (&mut s.recvs, s.resp_verb) {
+            let rs = s.resp.as_mut().unwrap_or(&mut s.req);
+            let k = arrivals.poll(&rs.recv_cq)?;
+            for a in &arrivals.got[..k] {
+                // A response without the slot's immediate, or naming
+                // a slot that does not exist, completes nothing.
+                if let Some((_, slot)) = a.imm.map(EchoImm::unpack) {
+                    if slot < w {
+                        fl.land(a.qp, slot);
                     }
                 }
+                ring.consumed(a.qp, &mut rs.qps[a.qp])?;
+                progress = true;
             }
+            landed = k;
         }
         let k = tx.reap(&s.req.send_cq, req_label)?;
         quiet = landed == 0 && k == 0;
@@ -493,12 +511,13 @@ fn echo_client_thread(
 /// `--events` (SEND requests and SEND responses): once a pass has found the
 /// request QPs' send and receive CQs both empty (so every completion polled
 /// so far raised no event still unseen) and a response is coming, sleeps
-/// until either CQ raises an event (one slice at most, so the window's end,
-/// the drain and the stall check still run), re-arms that CQ, and lets the
-/// pass poll both. Without a channel, does nothing.
-fn sleep_for_responses(req: &QpSet) -> Result<()> {
+/// until either CQ raises an event (`ms` at most: one slice, or less when
+/// the window ends sooner, so the window's end, the drain and the stall
+/// check still run on time), re-arms that CQ, and lets the pass poll both.
+/// Without a channel, does nothing.
+fn sleep_for_responses(req: &QpSet, ms: i32) -> Result<()> {
     if let Some(ch) = &req.channel {
-        take_event(ch, &[&req.send_cq, &req.recv_cq])?;
+        take_event_within(ch, &[&req.send_cq, &req.recv_cq], ms)?;
     }
     Ok(())
 }

@@ -14,11 +14,11 @@ use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_l
 use super::super::port::Port;
 use super::super::qpset::{QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
-use super::super::wait::{arm_all, take_event, Patience};
+use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
 use super::completions::{SendTracker, WrId};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
-use super::window::PointCtx;
+use super::window::{PointCtx, ThreadWindow, WithinPass};
 
 /// One issuing thread's QPs and the postlist each posts.
 pub struct IssuerSet {
@@ -165,7 +165,19 @@ fn issue_thread(
         h.opened();
     }
     let mut last_progress = t0;
-    let closed_at = loop {
+    // Whether the window is over at `t` (a timed or a held one; an --iters
+    // run ends on its completions, which only the pass's head looks at).
+    let over = |win: &ThreadWindow<'_>, open: bool, t: u64| match (window.iters, ctx.hold) {
+        (Some(_), _) => false,
+        (None, Some(h)) => open && !h.held(),
+        (None, None) => win.over(t),
+    };
+    // One pass over thousands of QPs outlasts a tenth of a short window
+    // (1024 QPs under TCG: 45-100 ms), so the pass also reads the clock every
+    // few posts and, once the window is over, goes straight back to the head,
+    // which closes it: every WR counted was posted before `closed_at`.
+    let mut within = WithinPass::default();
+    let closed_at = 'pass: loop {
         if aborted() {
             return Err(Error::Interrupted);
         }
@@ -177,15 +189,14 @@ fn issue_thread(
             }
         }
         let done = match window.iters {
-            None => match ctx.hold {
-                Some(h) => open && !h.held(),
-                None => win.over(now),
-            },
+            None => over(&win, open, now),
             Some(_) => tx.completed.iter().all(|&c| c >= limit),
         };
         if done {
             break now;
         }
+        // (The warm-up ends at a pass's head only, so the window opens
+        // after the first pass has filled every QP.)
         if win.opens(now) {
             base.copy_from_slice(&tx.posted);
             kept.copy_from_slice(&tx.posted);
@@ -209,6 +220,9 @@ fn issue_thread(
                 let out = tx.outstanding(q);
                 if out + pl > w || tx.posted[q] >= limit {
                     break;
+                }
+                if within.due() && over(&win, open, clock.now()) {
+                    continue 'pass;
                 }
                 if let Some(pacers) = pacers.as_mut() {
                     if !pacers.take(q, now, pl) {
@@ -248,7 +262,8 @@ fn issue_thread(
         // WR is outstanding (so a completion, and with it an event, is
         // coming) and no QP waits for --rate tokens, take an event from the
         // armed send CQ's channel (sleeping until one is raised, or one
-        // slice, so the stall check and the window's end still run), re-arm,
+        // slice, or until a timed window's end, so the stall check and the
+        // window's end still run on time), re-arm,
         // and poll the CQ empty: a completion that lands after the re-arm
         // raises the next event. An event raised by completions already
         // polled is taken at once (a wake-up that did not sleep).
@@ -256,7 +271,12 @@ fn issue_thread(
             set.channel.is_some() && !pacing && (0..n).any(|q| last_signaled[q] > tx.completed[q]);
         let k = match (&set.channel, sleep) {
             (Some(ch), true) => {
-                take_event(ch, &[&set.send_cq])?;
+                // A held window ends when released, not at its timer.
+                let ms = match ctx.hold {
+                    Some(_) => EVENT_SLICE_MS,
+                    None => win.sleep_ms(clock.now(), EVENT_SLICE_MS),
+                };
+                take_event_within(ch, &[&set.send_cq], ms)?;
                 let mut k = 0;
                 loop {
                     let j = tx.reap(&set.send_cq, verb)?;
