@@ -91,10 +91,13 @@ fn rate_at_half_the_saturated_rate_holds_within_5_percent() {
 
 /// A paced issuer sleeps while its next token is far off: at a tenth of
 /// the saturated rate the process's CPU time (getrusage, which knows
-/// nothing of the pacer) is at least 40 % of one CPU below the saturated
-/// run's, and the rate still holds. (In loopback the process holds the
-/// server too: a WRITE target is passive, an echo server busy-polls its
-/// requests at any load, so the whole fall is the issuer's.)
+/// nothing of the pacer) is under 3/4 of the saturated run's, and the rate
+/// still holds. An issuer that spun between tokens used as much CPU at any
+/// rate (100 % at 45 % of saturation); a sleeping one measured 0.31-0.52
+/// of the saturated run's (UC WRITE: each of ~3000 wake-ups a second
+/// costs the TCG guest tens of µs) and 0.59-0.61 for echo, whose
+/// loopback server busy-polls its requests at any load (the fall is all
+/// the client's).
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn a_paced_issuer_uses_cpu_in_step_with_its_load() {
@@ -125,11 +128,11 @@ fn a_paced_issuer_uses_cpu_in_step_with_its_load() {
                 err * 100.0
             );
             seen.push((full, tenth, err));
-            full - tenth >= 40.0 && err.abs() < 0.05
+            tenth < 0.75 * full && err.abs() < 0.05
         });
         assert!(
             held,
-            "{name}: (saturated CPU %, paced CPU %, rate error) {seen:?}: a tenth of the load did not save 40% of a CPU within 5% of the rate"
+            "{name}: (saturated CPU %, paced CPU %, rate error) {seen:?}: a tenth of the load did not cost under 3/4 of the CPU within 5% of the rate"
         );
     }
 }

@@ -478,7 +478,7 @@ fn echo_client_thread(
         let k = tx.reap(&s.req.send_cq, req_label)?;
         quiet = landed == 0 && k == 0;
         if let (Some(pacers), true) = (pacers.as_mut(), starved == n && quiet) {
-            pacers.rest(clock, 1);
+            pacers.rest(clock, 1, |now| win.ticks_left(now));
         }
         if progress || k > 0 {
             last_progress = now;

@@ -289,7 +289,9 @@ fn issue_thread(
             _ => tx.reap(&set.send_cq, verb)?,
         };
         if let (Some(pacers), true) = (pacers.as_mut(), starved == n && k == 0) {
-            pacers.rest(clock, pl);
+            // A held window ends when released, not at its timer.
+            let held = ctx.hold.is_some();
+            pacers.rest(clock, pl, |now| win.ticks_left(now).filter(|_| !held));
         }
         if k > 0 || progress {
             last_progress = now;

@@ -62,12 +62,15 @@ impl QpPacers {
     }
 
     /// Called when every QP has just been refused `n` tokens: sleeps until
-    /// shortly before the first of them holds `n`, if that is far enough
-    /// off to be worth a system call, else returns at once.
-    pub fn rest(&mut self, clock: &Clock, n: u64) {
+    /// shortly before the first of them holds `n` (or the measured window
+    /// ends: `window` gives its ticks left at a reading), if that is far
+    /// enough off to be worth a system call, else returns at once.
+    pub fn rest(&mut self, clock: &Clock, n: u64, window: impl Fn(u64) -> Option<u64>) {
         let now = clock.now();
         let due = self.buckets.iter().map(|b| b.due(n)).min().unwrap_or(now);
-        self.doze.rest(clock, now, due.saturating_sub(now));
+        let wait = due.saturating_sub(now);
+        let wait = window(now).map_or(wait, |left| wait.min(left));
+        self.doze.rest(clock, now, wait);
     }
 }
 

@@ -122,6 +122,12 @@ impl ThreadWindow<'_> {
         }
     }
 
+    /// Ticks left in a timed window at `now` (`None` outside one: warm-up,
+    /// `--iters`, `--forever`), for a sleep that must not overrun its end.
+    pub fn ticks_left(&self, now: u64) -> Option<u64> {
+        self.timer.left(now)
+    }
+
     /// Whether an `--interval` boundary has passed (one compare); then call
     /// `mark_interval` with the ops since the window opened.
     #[inline(always)]
