@@ -89,27 +89,29 @@ fn rate_at_half_the_saturated_rate_holds_within_5_percent() {
     }
 }
 
-/// A paced issuer sleeps while its next token is far off: at a tenth of
-/// the saturated rate the process's CPU time (getrusage, which knows
-/// nothing of the pacer) is under 3/4 of the saturated run's, and the rate
+/// A paced issuer sleeps while its next token is far off: at a twentieth
+/// of the saturated rate the process's CPU time (getrusage, which knows
+/// nothing of the pacer) is under half the saturated run's, and the rate
 /// still holds. An issuer that spun between tokens used as much CPU at any
-/// rate (100 % at 45 % of saturation); a sleeping one measured 0.31-0.52
-/// of the saturated run's (UC WRITE: each of ~3000 wake-ups a second
-/// costs the TCG guest tens of µs) and 0.59-0.61 for echo, whose
-/// loopback server busy-polls its requests at any load (the fall is all
-/// the client's).
+/// rate (100 % at 45 % of saturation). A sleeping one pays for each
+/// wake-up (tens of µs in the TCG guest, more than a 64 B WRITE's own
+/// work), so the CPU falls less than the load: UC WRITE went from 70 % to
+/// 35-41 % at a tenth. Echo runs against `serve`, so the process measured
+/// is the client alone (a loopback echo server busy-polls at any load).
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn a_paced_issuer_uses_cpu_in_step_with_its_load() {
+    let _server = super::start_server(18781);
+    let target = format!("{}:18781", super::ipv4());
     let write = [
         "write", "--tput", "inbound", "-c", "uc", "-s", "64", "-D", "1",
     ];
-    let echo = ["echo", "--tput", "-D", "1"];
+    let echo = ["echo", "--tput", "-D", "1", "--connect", &target];
     for (name, shape) in [("cpuw", &write[..]), ("cpue", &echo[..])] {
         let mut seen = Vec::new();
         let held = (0..ATTEMPTS).any(|_| {
             let sat = one_tput(&format!("{name}sat"), shape);
-            let rate = format!("{}", sat.mops / 10.0);
+            let rate = format!("{}", sat.mops / 20.0);
             let mut args = shape.to_vec();
             args.extend_from_slice(&["--rate", &rate]);
             let r = one_tput(name, &args);
@@ -119,20 +121,20 @@ fn a_paced_issuer_uses_cpu_in_step_with_its_load() {
                     .and_then(|c| c.local_process_pct)
                     .expect("cpu_util.local_process_pct")
             };
-            let (full, tenth) = (cpu(&sat), cpu(&r));
+            let (full, paced) = (cpu(&sat), cpu(&r));
             let err = error(r.mops, r.offered_mops.expect("offered_mops"));
             eprintln!(
-                "MEASURED: {name}: saturated {:.6} Mops at {full:.1}% of a CPU; offered a tenth: {:.6} Mops (error {:+.2}%) at {tenth:.1}%",
+                "MEASURED: {name}: saturated {:.6} Mops at {full:.1}% of a CPU; offered a twentieth: {:.6} Mops (error {:+.2}%) at {paced:.1}%",
                 sat.mops,
                 r.mops,
                 err * 100.0
             );
-            seen.push((full, tenth, err));
-            tenth < 0.75 * full && err.abs() < 0.05
+            seen.push((full, paced, err));
+            paced < 0.5 * full && err.abs() < 0.05
         });
         assert!(
             held,
-            "{name}: (saturated CPU %, paced CPU %, rate error) {seen:?}: a tenth of the load did not cost under 3/4 of the CPU within 5% of the rate"
+            "{name}: (saturated CPU %, paced CPU %, rate error) {seen:?}: a twentieth of the load did not cost under half the CPU within 5% of the rate"
         );
     }
 }
