@@ -603,6 +603,20 @@ pub struct LatencyRecord {
     pub background: Option<BackgroundLoad>,
 }
 
+/// The columns both records end their figures with: `--interval`/`--forever`'s
+/// (listed here, not taken from `LiveFields::COLUMNS`: `intervals` stays
+/// JSON-only and `to_stop` is split into its figures) and the CPU use.
+const LIVE_AND_CPU_COLUMNS: &[&str] = &[
+    "interval_s",
+    "forever",
+    "to_stop.window_s",
+    "to_stop.ops",
+    "cpu_util.local_pct",
+    "cpu_util.local_process_pct",
+    "cpu_util.peer_pct",
+    "cpu_util.peer_process_pct",
+];
+
 /// CSV columns of throughput records, in their stable order (lists stay
 /// JSON-only): the record's fields in order, the shared runs' names
 /// spliced in from their `COLUMNS`.
@@ -638,14 +652,9 @@ pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
         "group_clients",
         "aggregate_mops",
         "verify_failures",
-        "interval_s",
-        "forever",
-        "to_stop.window_s",
-        "to_stop.ops",
-        "cpu_util.local_pct",
-        "cpu_util.local_process_pct",
-        "cpu_util.peer_pct",
-        "cpu_util.peer_process_pct",
+    ],
+    LIVE_AND_CPU_COLUMNS,
+    &[
         "cpu_util.local_cpu_s_per_mop",
         "cpu_util.peer_cpu_s_per_mop",
         "offered_mops",
@@ -655,9 +664,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
 );
 
 /// CSV columns of latency records, in their stable order (`histogram` stays
-/// JSON-only), built as `TPUT_CSV_COLUMNS` is. `interval_s`, `forever` and
-/// `to_stop`'s figures are listed here, not taken from `LiveFields::COLUMNS`:
-/// `intervals` stays JSON-only and `to_stop` is split into its figures.
+/// JSON-only), built as `TPUT_CSV_COLUMNS` is.
 pub const CSV_COLUMNS: &[&str] = columns!(
     &["series", "verb", "metric", "transport", "size"],
     PostingFields::COLUMNS,
@@ -686,19 +693,9 @@ pub const CSV_COLUMNS: &[&str] = columns!(
         "sent",
         "server_received",
         "verify_failures",
-        "interval_s",
-        "forever",
-        "to_stop.window_s",
-        "to_stop.ops",
-        "cpu_util.local_pct",
-        "cpu_util.local_process_pct",
-        "cpu_util.peer_pct",
-        "cpu_util.peer_process_pct",
-        "load",
-        "offered_mops",
-        "achieved_mops",
-        "saturated_mops",
     ],
+    LIVE_AND_CPU_COLUMNS,
+    &["load", "offered_mops", "achieved_mops", "saturated_mops",],
 );
 
 impl HostInfo {
