@@ -51,6 +51,12 @@ impl CompletionQueue {
         }))
     }
 
+    /// Completions the CQ holds (what the provider made of the entries asked for).
+    pub fn capacity(&self) -> u32 {
+        // SAFETY: the CQ is alive; `cqe` is set at creation and only changed by ibv_resize_cq, which is never called.
+        unsafe { (*self.raw).cqe.max(0) as u32 }
+    }
+
     /// The channel this CQ reports to, if it was made with one.
     pub fn channel(&self) -> Option<&Arc<CompletionChannel>> {
         self.channel.as_ref()
@@ -139,6 +145,11 @@ impl WorkCompletion {
         self.0.status == ffi::ibv_wc_status::IBV_WC_SUCCESS
     }
 
+    /// A flushed WR: its QP had already gone to the error state.
+    pub fn is_flush(&self) -> bool {
+        self.0.status == ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR
+    }
+
     /// Immediate data (host order) when the completion carries one.
     pub fn imm(&self) -> Option<u32> {
         (self.0.wc_flags & ffi::ibv_wc_flags::IBV_WC_WITH_IMM.0 != 0)
@@ -175,6 +186,7 @@ impl WorkCompletion {
             status_name: name,
             vendor_err: self.0.vendor_err,
             wr_id: self.0.wr_id,
+            note: "",
         }
     }
 }

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::io;
 
+use rdma_mummy_sys as ffi;
+
 /// The verb (or verbs-layer step) that failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verb {
@@ -99,7 +101,7 @@ pub enum VerbsError {
         hint: &'static str,
     },
     #[error(
-        "{opcode} work completion failed on QP {qpn}: {status_name} (status {status}, vendor_err {vendor_err:#x}, wr_id {wr_id})"
+        "{opcode} work completion failed on QP {qpn}: {status_name} (status {status}, vendor_err {vendor_err:#x}, wr_id {wr_id}){note}"
     )]
     WorkCompletion {
         opcode: &'static str,
@@ -108,6 +110,8 @@ pub enum VerbsError {
         status_name: String,
         vendor_err: u32,
         wr_id: u64,
+        /// What else is known about the failure (empty, or "; ...").
+        note: &'static str,
     },
     /// rdma_cm answered a step with the wrong event (a reject, an
     /// unreachable peer, a disconnect) or with an error status.
@@ -124,6 +128,37 @@ pub enum VerbsError {
 }
 
 impl VerbsError {
+    /// A flushed work request: its QP was already in the error state, so
+    /// this completion is a consequence, not the cause.
+    pub fn is_flush(&self) -> bool {
+        matches!(self, VerbsError::WorkCompletion { status, .. }
+            if *status == ffi::ibv_wc_status::IBV_WC_WR_FLUSH_ERR)
+    }
+
+    /// The same error with `note` ("; ...") appended to a failed completion.
+    pub fn with_note(self, note: &'static str) -> Self {
+        match self {
+            VerbsError::WorkCompletion {
+                opcode,
+                qpn,
+                status,
+                status_name,
+                vendor_err,
+                wr_id,
+                ..
+            } => VerbsError::WorkCompletion {
+                opcode,
+                qpn,
+                status,
+                status_name,
+                vendor_err,
+                wr_id,
+                note,
+            },
+            other => other,
+        }
+    }
+
     /// Builds a `Call` error from `errno` right after a failed verb.
     pub fn last_os(verb: Verb, object: impl Into<String>) -> Self {
         Self::from_os(verb, object, io::Error::last_os_error())

@@ -70,8 +70,10 @@ impl SendTracker {
     #[inline(always)]
     pub fn reap(&mut self, cq: &CompletionQueue, verb: &'static str) -> Result<usize> {
         let k = cq.poll(&mut self.wcs)?;
-        for wc in &self.wcs[..k] {
-            wc.check(verb)?;
+        for (i, wc) in self.wcs[..k].iter().enumerate() {
+            if !wc.is_success() {
+                return Err(first_failure(wc, &self.wcs[i + 1..k], cq, verb));
+            }
             self.completed[WrId::qp(wc.wr_id())] = WrId::seq(wc.wr_id());
         }
         self.completions += k as u64;
@@ -211,7 +213,9 @@ impl ArrivalBuf {
         let k = cq.poll(&mut self.wcs)?;
         for i in 0..k {
             let wc = &self.wcs[i];
-            wc.check("RECV")?;
+            if !wc.is_success() {
+                return Err(first_failure(wc, &self.wcs[i + 1..k], cq, "RECV"));
+            }
             self.got[i] = Arrival {
                 qp: self.qp_of(wc.wr_id(), wc.qp_num())?,
                 imm: wc.imm(),
@@ -220,6 +224,73 @@ impl ArrivalBuf {
         Ok(k)
     }
 }
+
+/// Batches polled past a flush looking for the completion that caused it.
+const CAUSE_POLLS: usize = 4096;
+
+/// The error for failed completion `wc` (posted as `verb`), polled from `cq`
+/// with `rest` after it in the same batch. A flush only says that its QP
+/// had already gone to the error state: the completion that put it there
+/// may come later on the same CQ, so the rest of the batch and then the CQ
+/// (a bounded drain; the run is over) are searched for the first failure
+/// that is not a flush, which is reported instead.
+#[cold]
+fn first_failure(
+    wc: &WorkCompletion,
+    rest: &[WorkCompletion],
+    cq: &CompletionQueue,
+    verb: &'static str,
+) -> Error {
+    let flush = match wc.check(verb) {
+        Err(e) if e.is_flush() => e,
+        Err(e) => return e.into(),
+        Ok(()) => unreachable!("first_failure is only called for a failed completion"),
+    };
+    let later = rest.iter().find(|w| !w.is_success() && !w.is_flush());
+    if let Some(Err(cause)) = later.map(|w| w.check(verb)) {
+        return cause.into();
+    }
+    match cause_on(cq, verb) {
+        Some(cause) => cause,
+        None => Error::Verbs(flush),
+    }
+}
+
+/// The first failed completion on `cq` that is not a flush, polling at most
+/// `CAUSE_POLLS` batches.
+#[cold]
+fn cause_on(cq: &CompletionQueue, verb: &'static str) -> Option<Error> {
+    let mut wcs = [WorkCompletion::default(); POLL_BATCH];
+    for _ in 0..CAUSE_POLLS {
+        let k = cq.poll(&mut wcs).ok()?;
+        if k == 0 {
+            return None;
+        }
+        if let Some(w) = wcs[..k].iter().find(|w| !w.is_success() && !w.is_flush()) {
+            return w.check(verb).err().map(Error::from);
+        }
+    }
+    None
+}
+
+/// `err` from one of a QP set's CQs; when it is a flush, the set's `other`
+/// CQ (WRs posted there as `verb`) is searched for the failure behind it
+/// (a QP's sends and receives complete on different CQs, and either may
+/// carry the cause). A flush with no cause on either CQ says so: its QP went
+/// to the error state without a completion naming why, which is what a
+/// completion queue that overflowed does on rxe.
+#[cold]
+pub fn name_the_cause(err: Error, other: &CompletionQueue, verb: &'static str) -> Error {
+    match err {
+        Error::Verbs(v) if v.is_flush() => match cause_on(other, verb) {
+            Some(cause) => cause,
+            None => Error::Verbs(v.with_note(FLUSH_ONLY)),
+        },
+        other => other,
+    }
+}
+
+const FLUSH_ONLY: &str = "; no completion on its QP's CQs failed otherwise: the QP went to the error state without one naming why (e.g. a completion queue overflowed)";
 
 #[cold]
 fn stray(qpn: u32) -> Error {

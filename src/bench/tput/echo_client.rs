@@ -17,7 +17,7 @@ use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
-use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
+use super::completions::{name_the_cause, ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
@@ -461,7 +461,9 @@ fn echo_client_thread(
         let mut landed = 0;
         if let (Some(ring), EchoVerb::Send) = (&mut s.recvs, s.resp_verb) {
             let rs = s.resp.as_mut().unwrap_or(&mut s.req);
-            let k = arrivals.poll(&rs.recv_cq)?;
+            let k = arrivals
+                .poll(&rs.recv_cq)
+                .map_err(|e| name_the_cause(e, &rs.send_cq, req_label))?;
             for a in &arrivals.got[..k] {
                 // A response without the slot's immediate, or naming
                 // a slot that does not exist, completes nothing.
@@ -475,7 +477,9 @@ fn echo_client_thread(
             }
             landed = k;
         }
-        let k = tx.reap(&s.req.send_cq, req_label)?;
+        let k = tx
+            .reap(&s.req.send_cq, req_label)
+            .map_err(|e| name_the_cause(e, &s.req.recv_cq, "RECV"))?;
         quiet = landed == 0 && k == 0;
         if let (Some(pacers), true) = (pacers.as_mut(), starved == n && quiet) {
             pacers.rest(clock, 1, |now| win.ticks_left(now));

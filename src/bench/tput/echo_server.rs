@@ -14,7 +14,7 @@ use super::super::ops::{echo_ex_send_ops, echo_wc_label, inline_room, posts_inli
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
 use super::super::wait::{arm_all, take_event, IdleWatch};
-use super::completions::{ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
+use super::completions::{name_the_cause, ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::target::poll_stop;
 
@@ -350,7 +350,9 @@ pub fn run_echo_server(
                 }
             }
             ServerQps::SendSend { ud } => {
-                let got = arrivals.poll(&ud.recv_cq)?;
+                let got = arrivals
+                    .poll(&ud.recv_cq)
+                    .map_err(|e| name_the_cause(e, &ud.send_cq, resp.label))?;
                 for a in &arrivals.got[..got] {
                     // The immediate says who asked (none: not a request of ours).
                     if let Some((q, k)) = a.imm.map(EchoImm::unpack) {
@@ -365,7 +367,11 @@ pub fn run_echo_server(
                 }
             }
         }
-        let reaped = resp.tx.reap(&s.qps.responding().send_cq, resp.label)?;
+        let responding = s.qps.responding();
+        let reaped = resp
+            .tx
+            .reap(&responding.send_cq, resp.label)
+            .map_err(|e| name_the_cause(e, &responding.recv_cq, "RECV"))?;
         if progress || reaped > 0 {
             watch.busy();
             continue;
