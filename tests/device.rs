@@ -16,6 +16,8 @@ mod bidir_srq;
 mod cm;
 #[path = "device/cpu_intervals.rs"]
 mod cpu_intervals;
+#[path = "device/echo_many_qps.rs"]
+mod echo_many_qps;
 #[path = "device/events_echo_bidir.rs"]
 mod events_echo_bidir;
 #[path = "device/events_post_api.rs"]

@@ -87,6 +87,22 @@ impl TputPoint {
         self.signal_period.saturating_mul(4).max(256)
     }
 
+    /// Send completions one echo QP set may have to hold at once: each QP
+    /// keeps up to its send queue's room (depth - 1) of requests or WRITE
+    /// responses unreaped, one signaled in every S, over `qps` QPs (a client
+    /// thread's request QPs; the WRITE/WRITE server's QPs, one per client QP).
+    pub fn echo_send_cq_entries(&self, qps: u32) -> u64 {
+        let room = u64::from(self.echo_request_sq_depth()) - 1;
+        u64::from(qps) * (room / u64::from(self.signal_period.max(1)) + 1)
+    }
+
+    /// SEND responses that may wait at once in an echo client thread's
+    /// receive CQ: a slot takes a new request only once its response has
+    /// been polled, so one per (QP, slot).
+    pub fn echo_response_cq_entries(&self) -> u64 {
+        u64::from(self.qps) * u64::from(self.window)
+    }
+
     /// Completions an issuing thread's send CQ may have to hold at once: per
     /// QP, one per signaling period of its window, plus the WR that a full
     /// window forces signaled and the drain's last WR.
@@ -99,7 +115,8 @@ impl TputPoint {
         self.qps * self.threads
     }
 
-    /// Receives one side's shared receive queue must hold (`--srq`): every
+    /// Receives one side's shared receive queue must hold (`--srq`), and
+    /// the echo server's UD QP keeps posted for SEND requests: every
     /// receiving QP's window at once, plus two reposting batches of slack,
     /// at least perftest's 512, in whole batches of 32. Below this the
     /// senders would certainly run it dry; above the device's max_srq_wr
@@ -475,6 +492,9 @@ impl TputSpec {
                     )));
                 }
             }
+            if self.direction == Direction::Echo {
+                check_device_echo_cqs(p, dev, (self.req, self.resp))?;
+            }
             // Both sides of a loopback run live on the device: 2 QPs per pair, plus UD helpers.
             if 2 * p.total_qps() + 2 > dev.max_qp {
                 return Err(Error::usage(format!(
@@ -496,6 +516,45 @@ impl TputSpec {
         }
         Ok(())
     }
+}
+
+/// Echo's completion queues against the device's max_cqe: a CQ that
+/// overflows loses completions, and rxe then moves the QP whose completion
+/// did not fit to the error state (every WR left on it is flushed).
+fn check_device_echo_cqs(
+    p: &TputPoint,
+    dev: &DeviceLimits,
+    (req, resp): (EchoVerb, EchoVerb),
+) -> Result<()> {
+    let (name, max_cqe) = (&dev.name, u64::from(dev.max_cqe));
+    let responses = p.echo_response_cq_entries();
+    if resp == EchoVerb::Send && responses > max_cqe {
+        return Err(Error::usage(format!(
+            "--qps {} x --window {}: {responses} SEND responses may wait in a client thread's receive CQ, more than max_cqe of {name} ({max_cqe}); lower --qps or --window (or spread QPs over --threads)",
+            p.qps, p.window
+        )));
+    }
+    // SEND requests: the server's receive CQ holds a receive per request in flight.
+    let requests = p.srq_depth();
+    if req == EchoVerb::Send && requests > max_cqe {
+        return Err(Error::usage(format!(
+            "--qps {} x --threads {} x --window {}: the echo server keeps {requests} receives posted for SEND requests, more than max_cqe of {name} ({max_cqe}) for its receive CQ; lower --qps, --threads or --window",
+            p.qps, p.threads, p.window
+        )));
+    }
+    // WRITE responses: the server's QPs (one per client QP, all threads) share one send CQ.
+    let qps = match resp {
+        EchoVerb::Write => p.total_qps(),
+        EchoVerb::Send => p.qps,
+    };
+    let sends = p.echo_send_cq_entries(qps);
+    if sends > max_cqe {
+        return Err(Error::usage(format!(
+            "--qps {} --window {} --signal-period {}: {sends} signaled completions may wait in one echo send CQ, more than max_cqe of {name} ({max_cqe}); raise --signal-period or lower --qps/--window",
+            p.qps, p.window, p.signal_period
+        )));
+    }
+    Ok(())
 }
 
 /// `--srq` against the device: it must offer SRQs (two when both sides of
@@ -678,6 +737,72 @@ mod tput_tests {
         s.points[0].qps = 1;
         let e = s.validate_device(&none).unwrap_err().to_string();
         assert!(e.contains("rxe0 offers 0 (max_srq)"), "{e}");
+    }
+
+    #[test]
+    fn echo_cqs_are_refused_above_max_cqe_with_both_numbers() {
+        let dev = DeviceLimits {
+            name: "rxe0".into(),
+            port: 1,
+            max_inline: [512; 3],
+            mtu: 1024,
+            max_qp_wr: 1 << 20,
+            max_qp: 1 << 16,
+            max_cqe: 32_767,
+            atomics: true,
+            max_sge: 32,
+            max_srq: 2,
+            max_srq_wr: 1 << 20,
+        };
+        let mut e = spec(VerbKind::Echo, Direction::Echo);
+        (e.req, e.resp) = (EchoVerb::Send, EchoVerb::Send);
+        e.points[0] = TputPoint {
+            transport: Transport::Ud,
+            qps: 1024,
+            window: 31,
+            signal_period: 64,
+            ..e.points[0]
+        };
+        // 1024 x 31 + 64 receives at the server: the largest window that fits.
+        e.validate_device(&dev).unwrap();
+        e.points[0].window = 128;
+        assert_eq!(
+            e.validate_device(&dev).unwrap_err().to_string(),
+            "--qps 1024 x --window 128: 131072 SEND responses may wait in a client thread's receive CQ, more than max_cqe of rxe0 (32767); lower --qps or --window (or spread QPs over --threads)"
+        );
+        // Spread over threads, each client CQ fits but the server's does not.
+        e.points[0] = TputPoint {
+            qps: 512,
+            threads: 2,
+            window: 32,
+            ..e.points[0]
+        };
+        let err = e.validate_device(&dev).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "--qps 512 x --threads 2 x --window 32: the echo server keeps 32832 receives"
+            ) && err.contains("max_cqe of rxe0 (32767)"),
+            "{err}"
+        );
+        // WRITE/WRITE: every signaled response of 1024 server QPs in one send CQ.
+        (e.req, e.resp) = (EchoVerb::Write, EchoVerb::Write);
+        e.points[0] = TputPoint {
+            transport: Transport::Rc,
+            qps: 1024,
+            threads: 1,
+            window: 128,
+            signal_period: 1,
+            ..e.points[0]
+        };
+        let err = e.validate_device(&dev).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "--qps 1024 --window 128 --signal-period 1: 133120 signaled completions"
+            ) && err.contains("(32767)"),
+            "{err}"
+        );
+        e.points[0].signal_period = 64;
+        e.validate_device(&dev).unwrap();
     }
 
     #[test]

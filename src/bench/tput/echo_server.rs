@@ -116,12 +116,11 @@ impl EchoServerSet {
                 conn: conn()?,
                 ud: ud(1, false)?,
             },
+            // A receive for every request in flight from every client QP,
+            // plus two reposting batches, on the QP or (--srq) shared; the
+            // receive CQ is made to hold them all (validated against max_cqe).
             (EchoVerb::Send, _) => ServerQps::SendSend {
-                ud: if spec.srq {
-                    ud(p.srq_depth() as u32, true)?
-                } else {
-                    ud(((n * p.window + RECV_BATCH) * 2).min(16_384), false)?
-                },
+                ud: ud(p.srq_depth() as u32, spec.srq)?,
             },
         };
         Ok(EchoServerSet {
@@ -197,11 +196,12 @@ impl EchoServerSet {
                 let list = RecvList::new(&ud.mr, 0, layout.slot as u32, batch, WrId::pack(0, 0));
                 let (mut ring, depth) = match &ud.srq {
                     Some(srq) => (RecvRing::shared(srq.clone(), list), srq.max_wr()),
-                    None => (
-                        RecvRing::new(vec![list]),
-                        ud.qps[0].max_recv_wr().min(16_384),
-                    ),
+                    None => (RecvRing::new(vec![list]), ud.qps[0].max_recv_wr()),
                 };
+                // No more receives than the receive CQ holds: a completion
+                // may wait in it for every receive posted, and one that
+                // does not fit moves the QP to the error state.
+                let depth = depth.min(ud.recv_cq.capacity());
                 ring.fill(&mut ud.qps, depth / RECV_BATCH)?;
                 self.recvs = Some(ring);
             }
