@@ -21,7 +21,7 @@ use super::completions::{name_the_cause, ArrivalBuf, RecvRing, SendTracker, WrId
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
-use super::window::{PointCtx, WithinPass};
+use super::window::{PointCtx, ThreadWindow, WithinPass};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
 /// requests) one UD QP per request QP to receive responses on.
@@ -329,6 +329,9 @@ fn echo_client_thread(
     // goes straight back to the head, which stops it: every round trip
     // counted landed before `stopped_at`.
     let mut within = WithinPass::default();
+    // What only the head does: stop at the window's end, or mark an
+    // --interval boundary (so intervals are as long as asked at any -q).
+    let head_due = |win: &ThreadWindow<'_>, t: u64| win.over(t) || win.interval_due(t);
     'pass: loop {
         if aborted() {
             return Err(Error::Interrupted);
@@ -402,7 +405,7 @@ fn echo_client_thread(
         // count) as the pass goes, not only once it has posted to every QP.
         let scan = s.resp_verb == EchoVerb::Write;
         for q in 0..n {
-            if !stopping && within.due() && win.over(clock.now()) {
+            if !stopping && within.due() && head_due(&win, clock.now()) {
                 continue 'pass;
             }
             if scan {
@@ -424,7 +427,7 @@ fn echo_client_thread(
                 if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
                     continue;
                 }
-                if within.due() && win.over(clock.now()) {
+                if within.due() && head_due(&win, clock.now()) {
                     continue 'pass;
                 }
                 if let Some(pacers) = pacers.as_mut() {

@@ -172,6 +172,10 @@ fn issue_thread(
         (None, Some(h)) => open && !h.held(),
         (None, None) => win.over(t),
     };
+    // What only the pass's head does: close the window, or mark an
+    // --interval boundary (so intervals are as long as asked at any -q).
+    let head_due =
+        |win: &ThreadWindow<'_>, open: bool, t: u64| over(win, open, t) || win.interval_due(t);
     // One pass over thousands of QPs outlasts a tenth of a short window
     // (1024 QPs under TCG: 45-100 ms), so the pass also reads the clock every
     // few posts and, once the window is over, goes straight back to the head,
@@ -221,7 +225,7 @@ fn issue_thread(
                 if out + pl > w || tx.posted[q] >= limit {
                     break;
                 }
-                if within.due() && over(&win, open, clock.now()) {
+                if within.due() && head_due(&win, open, clock.now()) {
                     continue 'pass;
                 }
                 if let Some(pacers) = pacers.as_mut() {
