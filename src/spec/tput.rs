@@ -530,7 +530,7 @@ fn check_device_echo_cqs(
     let responses = p.echo_response_cq_entries();
     if resp == EchoVerb::Send && responses > max_cqe {
         return Err(Error::usage(format!(
-            "--qps {} x --window {}: {responses} SEND responses may wait in a client thread's receive CQ, more than max_cqe of {name} ({max_cqe}); lower --qps or --window (or spread QPs over --threads)",
+            "--qps {} x --window {}: {responses} SEND responses may wait in a client thread's receive CQ, more than max_cqe of {name} ({max_cqe}); lower --qps or --window",
             p.qps, p.window
         )));
     }
@@ -768,7 +768,7 @@ mod tput_tests {
         e.points[0].window = 128;
         assert_eq!(
             e.validate_device(&dev).unwrap_err().to_string(),
-            "--qps 1024 x --window 128: 131072 SEND responses may wait in a client thread's receive CQ, more than max_cqe of rxe0 (32767); lower --qps or --window (or spread QPs over --threads)"
+            "--qps 1024 x --window 128: 131072 SEND responses may wait in a client thread's receive CQ, more than max_cqe of rxe0 (32767); lower --qps or --window"
         );
         // Spread over threads, each client CQ fits but the server's does not.
         e.points[0] = TputPoint {
