@@ -696,20 +696,32 @@ mod tput_tests {
         e.validate().unwrap();
     }
 
-    #[test]
-    fn srq_depth_is_refused_above_max_srq_wr_with_both_numbers() {
-        let dev = DeviceLimits {
+    /// rxe0's limits as the guest reports them, but for a small max_qp_wr
+    /// and max_qp and no SRQs (each test widens what it needs).
+    fn rxe0() -> DeviceLimits {
+        DeviceLimits {
             name: "rxe0".into(),
             port: 1,
             max_inline: [512; 3],
             mtu: 1024,
-            max_qp_wr: 1 << 20,
-            max_qp: 1 << 16,
+            max_qp_wr: 1024,
+            max_qp: 64,
             max_cqe: 32_767,
             atomics: true,
             max_sge: 32,
+            max_srq: 0,
+            max_srq_wr: 0,
+        }
+    }
+
+    #[test]
+    fn srq_depth_is_refused_above_max_srq_wr_with_both_numbers() {
+        let dev = DeviceLimits {
+            max_qp_wr: 1 << 20,
+            max_qp: 1 << 16,
             max_srq: 2,
             max_srq_wr: 4096,
+            ..rxe0()
         };
         let mut s = spec(VerbKind::Send, Direction::Inbound);
         s.srq = true;
@@ -742,17 +754,11 @@ mod tput_tests {
     #[test]
     fn echo_cqs_are_refused_above_max_cqe_with_both_numbers() {
         let dev = DeviceLimits {
-            name: "rxe0".into(),
-            port: 1,
-            max_inline: [512; 3],
-            mtu: 1024,
             max_qp_wr: 1 << 20,
             max_qp: 1 << 16,
-            max_cqe: 32_767,
-            atomics: true,
-            max_sge: 32,
             max_srq: 2,
             max_srq_wr: 1 << 20,
+            ..rxe0()
         };
         let mut e = spec(VerbKind::Echo, Direction::Echo);
         (e.req, e.resp) = (EchoVerb::Send, EchoVerb::Send);
@@ -852,19 +858,7 @@ mod tput_tests {
 
     #[test]
     fn device_limits_refuse_with_device_and_limit() {
-        let dev = DeviceLimits {
-            name: "rxe0".into(),
-            port: 1,
-            max_inline: [512; 3],
-            mtu: 1024,
-            max_qp_wr: 1024,
-            max_qp: 64,
-            max_cqe: 32_767,
-            atomics: true,
-            max_sge: 32,
-            max_srq: 0,
-            max_srq_wr: 0,
-        };
+        let dev = rxe0();
         let mut s = spec(VerbKind::Send, Direction::Inbound);
         s.points[0].transport = Transport::Ud;
         s.points[0].size = 2048;

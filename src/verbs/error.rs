@@ -136,27 +136,11 @@ impl VerbsError {
     }
 
     /// The same error with `note` ("; ...") appended to a failed completion.
-    pub fn with_note(self, note: &'static str) -> Self {
-        match self {
-            VerbsError::WorkCompletion {
-                opcode,
-                qpn,
-                status,
-                status_name,
-                vendor_err,
-                wr_id,
-                ..
-            } => VerbsError::WorkCompletion {
-                opcode,
-                qpn,
-                status,
-                status_name,
-                vendor_err,
-                wr_id,
-                note,
-            },
-            other => other,
+    pub fn with_note(mut self, note: &'static str) -> Self {
+        if let VerbsError::WorkCompletion { note: n, .. } = &mut self {
+            *n = note;
         }
+        self
     }
 
     /// Builds a `Call` error from `errno` right after a failed verb.
