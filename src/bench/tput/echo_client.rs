@@ -485,7 +485,7 @@ fn echo_client_thread(
             .map_err(|e| name_the_cause(e, &s.req.recv_cq, "RECV"))?;
         quiet = landed == 0 && k == 0;
         if let (Some(pacers), true) = (pacers.as_mut(), starved == n && quiet) {
-            pacers.rest(clock, 1, |now| win.ticks_left(now));
+            pacers.rest(clock, 1, &win);
         }
         if progress || k > 0 {
             last_progress = now;

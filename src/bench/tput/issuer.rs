@@ -275,11 +275,7 @@ fn issue_thread(
             set.channel.is_some() && !pacing && (0..n).any(|q| last_signaled[q] > tx.completed[q]);
         let k = match (&set.channel, sleep) {
             (Some(ch), true) => {
-                // A held window ends when released, not at its timer.
-                let ms = match ctx.hold {
-                    Some(_) => EVENT_SLICE_MS,
-                    None => win.sleep_ms(clock.now(), EVENT_SLICE_MS),
-                };
+                let ms = win.sleep_ms(clock.now(), EVENT_SLICE_MS);
                 take_event_within(ch, &[&set.send_cq], ms)?;
                 let mut k = 0;
                 loop {
@@ -293,9 +289,7 @@ fn issue_thread(
             _ => tx.reap(&set.send_cq, verb)?,
         };
         if let (Some(pacers), true) = (pacers.as_mut(), starved == n && k == 0) {
-            // A held window ends when released, not at its timer.
-            let held = ctx.hold.is_some();
-            pacers.rest(clock, pl, |now| win.ticks_left(now).filter(|_| !held));
+            pacers.rest(clock, pl, &win);
         }
         if k > 0 || progress {
             last_progress = now;

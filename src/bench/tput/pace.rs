@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use super::window::PointCtx;
+use super::window::{PointCtx, ThreadWindow};
 use crate::clock::Clock;
 
 /// One bucket per QP of an issuing thread (`--rate`), each offered its
@@ -62,14 +62,14 @@ impl QpPacers {
     }
 
     /// Called when every QP has just been refused `n` tokens: sleeps until
-    /// shortly before the first of them holds `n` (or the measured window
-    /// ends: `window` gives its ticks left at a reading), if that is far
-    /// enough off to be worth a system call, else returns at once.
-    pub fn rest(&mut self, clock: &Clock, n: u64, window: impl Fn(u64) -> Option<u64>) {
+    /// shortly before the first of them holds `n` (or `win`'s timed end),
+    /// if that is far enough off to be worth a system call, else returns
+    /// at once.
+    pub fn rest(&mut self, clock: &Clock, n: u64, win: &ThreadWindow<'_>) {
         let now = clock.now();
         let due = self.buckets.iter().map(|b| b.due(n)).min().unwrap_or(now);
         let wait = due.saturating_sub(now);
-        let wait = window(now).map_or(wait, |left| wait.min(left));
+        let wait = win.ticks_left(now).map_or(wait, |left| wait.min(left));
         self.doze.rest(clock, now, wait);
     }
 }
@@ -136,7 +136,9 @@ impl Doze {
 
 /// One QP's bucket: `burst` tokens (WRs) per refill, `rate` WRs per second.
 pub struct Pacer {
-    /// Refills per clock tick.
+    /// Refills per clock tick (what `take` counts with), and its inverse
+    /// (what `due` counts with): one float each way is exact enough for
+    /// `due` to name the very tick `take` first succeeds at.
     refills_per_tick: f64,
     ticks_per_refill: f64,
     burst: u64,

@@ -69,6 +69,7 @@ impl<'a> PointCtx<'a> {
             },
             clock: self.clock,
             marks: IntervalBoard::marks(self.intervals, thread),
+            held: self.hold.is_some(),
         };
         if w.timer.measuring() {
             if w.edges.open() {
@@ -87,6 +88,9 @@ pub struct ThreadWindow<'a> {
     edges: CounterEdges<'a>,
     clock: &'a Clock,
     marks: IntervalMarks<'a>,
+    /// Under a `LoadHold` the window ends when the hold is released; its
+    /// timer is only the floor, so no sleep is cut to it.
+    held: bool,
 }
 
 impl ThreadWindow<'_> {
@@ -114,18 +118,19 @@ impl ThreadWindow<'_> {
     /// How long a loop may sleep on a completion channel at `now` without
     /// overrunning a timed window's end: `slice_ms`, cut to the time left
     /// (rounded up to whole ms; 0 once it is over). Outside a timed window
-    /// (warm-up, `--iters`, `--forever`) the whole slice.
+    /// the whole slice.
     pub fn sleep_ms(&self, now: u64, slice_ms: i32) -> i32 {
-        match self.timer.left(now) {
+        match self.ticks_left(now) {
             Some(t) => self.clock.to_ns(t).div_ceil(1_000_000).min(slice_ms as u64) as i32,
             None => slice_ms,
         }
     }
 
-    /// Ticks left in a timed window at `now` (`None` outside one: warm-up,
-    /// `--iters`, `--forever`), for a sleep that must not overrun its end.
+    /// Ticks left in a timed window at `now`, for a sleep that must not
+    /// overrun its end; `None` outside one (warm-up, `--iters`, `--forever`,
+    /// or a held window, which ends at its release).
     pub fn ticks_left(&self, now: u64) -> Option<u64> {
-        self.timer.left(now)
+        self.timer.left(now).filter(|_| !self.held)
     }
 
     /// Whether an `--interval` boundary has passed (one compare); then call
