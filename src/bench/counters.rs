@@ -4,8 +4,14 @@
 //! They are read at the edges of a measured window only, never inside it.
 //!
 //! The kernel caches `hw_counters` for `lifespan` milliseconds (rxe: 12):
-//! a read within that time of the previous one returns the old values. So a
-//! read waits out the rest of the lifespan first, and every reading is fresh.
+//! a read within that time of the previous one returns the old values. The
+//! cache is kept while `jiffies <= refreshed + lifespan` (in jiffies), so it
+//! lives up to one jiffy longer than `lifespan` says, and a jiffy is at
+//! most `lifespan` (the kernel rounds the lifespan up to whole jiffies). So a
+//! read waits until twice the lifespan (plus a millisecond) has passed since
+//! this port's previous read, and the port is read once when it opens: every
+//! reading is fresh, however short the window between two of them, as long
+//! as no other process reads the same port meanwhile.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -52,11 +58,17 @@ impl DeviceCounters {
             }
         }
         files.sort();
-        DeviceCounters {
+        let counters = DeviceCounters {
             files,
             lifespan,
             last_read: Mutex::new(None),
+        };
+        // Whatever another process last read is cached now; this read starts
+        // the wait, so the first window's opening read is fresh too.
+        if !counters.is_empty() {
+            counters.read();
         }
+        counters
     }
 
     pub fn open(device: &str, port: u8) -> Self {
@@ -67,12 +79,17 @@ impl DeviceCounters {
         self.files.is_empty()
     }
 
+    /// How long after a read the kernel may still serve it from its cache.
+    pub fn cache_life(&self) -> Duration {
+        2 * self.lifespan + Duration::from_millis(1)
+    }
+
     /// Reads every counter (a few small sysfs reads: window edges only),
     /// first waiting out what remains of the kernel's cache lifespan.
     pub fn read(&self) -> CounterSnapshot {
         let mut last = self.last_read.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(t) = *last {
-            let fresh_at = t + self.lifespan + Duration::from_millis(1);
+            let fresh_at = t + self.cache_life();
             let now = Instant::now();
             if fresh_at > now {
                 std::thread::sleep(fresh_at - now);
@@ -114,13 +131,18 @@ mod tests {
         std::fs::write(hw.join("lifespan"), "30\n").unwrap();
         let c = DeviceCounters::open_under(&root, "rxe9", 1);
         assert!(!c.is_empty());
+        let t = Instant::now();
         let before = c.read();
+        assert!(
+            t.elapsed() >= Duration::from_millis(50),
+            "the read at open starts the wait: the first reading is fresh too"
+        );
         std::fs::write(hw.join("sent_pkts"), "250\n").unwrap();
         let t = Instant::now();
         let after = c.read();
         assert!(
-            t.elapsed() >= Duration::from_millis(25),
-            "waits out the cache lifespan"
+            t.elapsed() >= Duration::from_millis(55),
+            "waits out twice the cache lifespan, for the kernel's jiffy rounding"
         );
         let d = c.delta(&before, &after);
         assert_eq!(d.get("sent_pkts"), Some(&150));
