@@ -12,12 +12,31 @@ use crate::cpu_use::CpuUse;
 /// could not be read at both edges are absent (never reported as 0).
 pub type CounterDeltas = BTreeMap<String, u64>;
 
-/// Who the other side of a run is, as its handshake said (loopback: this
-/// host and device).
+/// Who one side of a run is, as its handshake says (loopback: this host
+/// and device): the host, the device and port, and that port's active MTU
+/// at the time, which bounds the path MTU both sides agree on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct PeerInfo {
     pub host: String,
     pub device: String,
+    /// The device port (0: not said).
+    #[serde(default)]
+    pub port: u8,
+    /// That port's active MTU in bytes (0: not said).
+    #[serde(default)]
+    pub active_mtu: u32,
+}
+
+impl PeerInfo {
+    /// This side as one end of the run's path, where it said its MTU.
+    pub fn mtu_end(&self) -> Option<crate::spec::MtuEnd> {
+        (self.active_mtu > 0).then(|| crate::spec::MtuEnd {
+            device: self.device.clone(),
+            port: self.port,
+            host: (!self.host.is_empty()).then(|| self.host.clone()),
+            active: self.active_mtu,
+        })
+    }
 }
 
 /// Figures of one issuing thread.

@@ -304,6 +304,11 @@ pub struct TputRecord {
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
     pub connection: String,
+    /// The MTU the QPs ran with: `--mtu`, else the smaller of the two
+    /// ports' active MTUs (each side's handshake says its own, and both set
+    /// the same); also a UD payload's limit. Absent in files before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<u32>,
     /// The signaling period asked for (`-S`).
     pub signal_period: u32,
     /// The period the point ran with: issuers signal at least once per
@@ -550,6 +555,11 @@ pub struct LatencyRecord {
     /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
     #[serde(default = "crate::spec::gid_connection")]
     pub connection: String,
+    /// The MTU the QPs ran with: `--mtu`, else the smaller of the two
+    /// ports' active MTUs (each side's handshake says its own, and both set
+    /// the same); also a UD payload's limit. Absent in files before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_mtu: Option<u32>,
     /// Samples recorded (iterations after warm-up).
     pub iters: u64,
     /// Warm-up iterations run first and dropped.
@@ -629,6 +639,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
     MemoryFields::COLUMNS,
     &[
         "connection",
+        "path_mtu",
         "signal_period",
         "effective_signal_period",
         "qps",
@@ -674,6 +685,7 @@ pub const CSV_COLUMNS: &[&str] = columns!(
     MemoryFields::COLUMNS,
     &[
         "connection",
+        "path_mtu",
         "iters",
         "warmup_dropped",
         "elapsed_s",

@@ -1,6 +1,7 @@
 //! The one place for OS and CPU calls outside the verbs wrappers: the CPU's
 //! cycle counter (the x86_64 TSC, the aarch64 virtual counter), CPU
-//! affinity, the process's own CPU time, and buffers mapped from 2 MiB huge pages. The crate denies `unsafe` everywhere else but here and in
+//! affinity, the process's own CPU time, buffers mapped from 2 MiB huge pages,
+//! and the TCP socket options and polls that notice a vanished peer. The crate denies `unsafe` everywhere else but here and in
 //! `verbs`; each function below is safe to call and keeps its `unsafe` block
 //! small, with a `SAFETY:` line.
 
@@ -154,6 +155,103 @@ pub fn process_cpu_time() -> Option<std::time::Duration> {
             + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
     };
     Some(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+/// Asks the kernel to notice within `after` that the peer of TCP socket
+/// `fd` is gone, even while neither side sends: keepalive probes go out
+/// after a second of silence and every second after that, and
+/// TCP_USER_TIMEOUT ends the connection (ETIMEDOUT) once data or probes
+/// have gone unacknowledged for `after`. A live peer's kernel answers the
+/// probes whatever its process is doing, so only a host or a wire that is
+/// gone trips it.
+pub fn tcp_liveness(fd: std::os::fd::RawFd, after: std::time::Duration) -> io::Result<()> {
+    let secs = after.as_secs().clamp(1, i32::MAX as u64) as libc::c_int;
+    let ms = after.as_millis().clamp(1, u32::MAX as u128) as libc::c_uint;
+    set_int(fd, libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)?;
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 1)?;
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 1)?;
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_KEEPCNT, secs.min(127))?;
+    set_int(
+        fd,
+        libc::IPPROTO_TCP,
+        libc::TCP_USER_TIMEOUT,
+        ms as libc::c_int,
+    )
+}
+
+fn set_int(
+    fd: std::os::fd::RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `v` is a live c_int and its size is passed; setsockopt reads
+    // only that many bytes and fails cleanly on a bad fd or option.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// What ended a TCP connection, as [`wait_hangup`] saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hangup {
+    /// The peer closed its side (its process ended or closed the socket).
+    Closed,
+    /// The connection failed: the kernel's error (ETIMEDOUT when the peer's
+    /// host or the wire to it stopped answering, ECONNRESET, ...).
+    Failed(io::ErrorKind, String),
+}
+
+/// Waits up to `wait` for the connection on `fd` to end, reading nothing:
+/// `poll(2)` for a hangup, an error or the peer's FIN only, so messages that
+/// arrive meanwhile stay for their reader. `None` if it is still up.
+pub fn wait_hangup(fd: std::os::fd::RawFd, wait: std::time::Duration) -> Option<Hangup> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    let ms = wait.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one live pollfd, and the count passed is 1.
+    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    if n <= 0 {
+        return None;
+    }
+    if p.revents & libc::POLLERR != 0 {
+        let mut err: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: `err` and `len` are live and `len` holds err's size.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut err as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        let e = if rc == 0 && err != 0 {
+            io::Error::from_raw_os_error(err)
+        } else {
+            io::Error::other("socket error")
+        };
+        return Some(Hangup::Failed(e.kind(), e.to_string()));
+    }
+    if p.revents & (libc::POLLHUP | libc::POLLRDHUP | libc::POLLNVAL) != 0 {
+        return Some(Hangup::Closed);
+    }
+    None
 }
 
 /// Bytes in one huge page that [`HugePages`] maps (x86_64 and aarch64's default).

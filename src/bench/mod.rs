@@ -40,6 +40,7 @@ pub fn serve_client(
         version,
         spec,
         endpoint,
+        client,
         ..
     } = hello
     else {
@@ -49,7 +50,7 @@ pub fn serve_client(
         return Err(refuse(ctl, e));
     }
     match spec {
-        TestSpec::Latency(l) => latency::serve_latency(port, ctl, clock, l, endpoint),
-        TestSpec::Tput(t) => tput::serve_tput(port, ctl, clock, t, groups),
+        TestSpec::Latency(l) => latency::serve_latency(port, ctl, clock, l, endpoint, &client),
+        TestSpec::Tput(t) => tput::serve_tput(port, ctl, clock, t, groups, &client),
     }
 }

@@ -4,13 +4,14 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::error::{Error, Result};
+use crate::report::PeerInfo;
 
 use super::counters::DeviceCounters;
 
 /// The largest CQ rdma-bench asks for (rxe's limit, and within most NICs');
 /// a QP set with more entries' worth of queues shares it.
 pub const MAX_CQE: u32 = 32_767;
-use crate::spec::{DeviceLimits, PathSpec};
+use crate::spec::{DeviceLimits, PathEnds, PathSpec};
 use crate::verbs::{
     default_gid_index, probe_max_inline, AtomicCap, CompletionQueue, Context, DeviceAttr, Gid,
     LinkLayer, PortConfig, PortState, ProtectionDomain, Transport,
@@ -137,6 +138,40 @@ impl Port {
         }
     }
 
+    /// This side as its handshake describes it: host, device, port, and the
+    /// port's active MTU as it is now (an administrator may change the
+    /// netdev's MTU while `serve` runs; the port follows it).
+    pub fn describe(&self) -> PeerInfo {
+        let active_mtu = self
+            .ctx
+            .query_port(self.config.port)
+            .map_or(self.mtu, |p| p.active_mtu);
+        PeerInfo {
+            host: crate::connect::protocol::local_host(),
+            device: self.ctx.name().to_string(),
+            port: self.config.port,
+            active_mtu,
+        }
+    }
+
+    /// The path between this side (as `describe` said) and the peer's port,
+    /// as far as its handshake said.
+    pub fn path_to(me: &PeerInfo, peer: &PeerInfo) -> PathEnds {
+        match (me.mtu_end(), peer.mtu_end()) {
+            (Some(m), Some(p)) => PathEnds::between(m, p),
+            (Some(m), None) => PathEnds {
+                local: m,
+                peer: None,
+            },
+            _ => PathEnds::single(&me.device, me.port, me.active_mtu),
+        }
+    }
+
+    /// This port as the only end of a path (before a handshake names the peer's).
+    pub fn path_ends(&self) -> PathEnds {
+        PathEnds::single(self.ctx.name(), self.config.port, self.mtu)
+    }
+
     /// The largest inline payload a `transport` QP is granted, found by
     /// creating QPs (attributes do not report it); probed once per transport.
     pub fn max_inline(&self, transport: Transport) -> Result<u32> {
@@ -159,7 +194,7 @@ impl Port {
             name: self.ctx.name().to_string(),
             port: self.config.port,
             max_inline,
-            mtu: self.mtu,
+            path: self.path_ends(),
             max_qp_wr: self.attr.max_qp_wr,
             max_qp: self.attr.max_qp,
             max_cqe: self.attr.max_cqe.min(MAX_CQE),

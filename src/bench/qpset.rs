@@ -178,6 +178,12 @@ impl QpSet {
         &self.config
     }
 
+    /// Connects at `mtu` (what both sides agreed on) instead of what the
+    /// set was made with.
+    pub fn run_at_mtu(&mut self, mtu: u32) {
+        self.config.mtu = mtu;
+    }
+
     /// Brings QP i to RTS towards `remotes[i]` (UD: makes an address handle
     /// to it). With `--cm` the QPs were (server) or will be (client) brought
     /// to RTS by rdma_cm instead; only the remote buffers are taken here.

@@ -87,6 +87,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         srq: false,
         memory: MemoryFields::requested(&spec.memory),
         connection: spec.path.connection.name().to_string(),
+        path_mtu: (p.path_mtu > 0).then_some(p.path_mtu),
         stats: p.samples.summary(scale),
         rtt_p50_ns: rtt.as_ref().map(|r| r.p50_ns),
         rtt_mean_ns: rtt.as_ref().map(|r| r.mean_ns),

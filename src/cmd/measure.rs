@@ -26,7 +26,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let capped = args
         .all
-        .then(|| plan.cap_ud_sizes(port.ctx.name(), port.mtu))
+        .then(|| plan.cap_ud_sizes(&port.path_ends()))
         .flatten();
     let clock = Clock::calibrate(Duration::from_millis(10))?;
     let mut doc = new_doc(args.connect.as_deref(), &port, &clock)?;

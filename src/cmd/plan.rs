@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::output::Console;
 use crate::report::{IntervalFigure, PeerInfo};
 use crate::results::Record;
-use crate::spec::{Direction, LatencySpec, TputPoint, TputSpec, VerbKind};
+use crate::spec::{Direction, LatencySpec, PathEnds, TputPoint, TputSpec, VerbKind};
 use crate::verbs::Transport;
 
 use super::setup::connect_to;
@@ -76,11 +76,11 @@ impl Plan {
     /// `-a` capped by the device, as perftest caps it: UD sizes above the UD
     /// MTU (the port's active MTU, or `--mtu`) are left out rather than refused.
     /// Returns what was left out, to say above the table.
-    pub fn cap_ud_sizes(&mut self, device: &str, active_mtu: u32) -> Option<String> {
+    pub fn cap_ud_sizes(&mut self, ends: &PathEnds) -> Option<String> {
         let (limit, why) = match self {
-            Plan::Latency(s) if s.transport == Transport::Ud => s.path.ud_limit(device, active_mtu),
+            Plan::Latency(s) if s.transport == Transport::Ud => s.path.ud_limit(ends),
             Plan::Tput(s, _) if s.points.iter().any(|p| p.transport == Transport::Ud) => {
-                s.path.ud_limit(device, active_mtu)
+                s.path.ud_limit(ends)
             }
             _ => return None,
         };
@@ -353,6 +353,7 @@ impl Plan {
                     peer: &peer,
                     intervals: intervals.to_vec(),
                     cpu_peer: None,
+                    path_mtu: 0,
                 };
                 let mut r = super::latency::record(spec, &p);
                 r.series = label;
@@ -377,6 +378,7 @@ impl Plan {
                     verify_failures: None,
                     inline: posts_inline(spec.verb, spec.inline, point.size, u32::MAX),
                     peer: PeerInfo::default(),
+                    path_mtu: 0,
                     reverse: None,
                     cpu_local: None,
                     cpu_peer: None,

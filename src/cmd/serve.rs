@@ -11,7 +11,7 @@ use crate::abort::aborted;
 use crate::bench::{serve_client, DeviceChoice, Port, Rendezvous};
 use crate::cli::ServeArgs;
 use crate::clock::Clock;
-use crate::connect::{Control, Message, TcpChannel};
+use crate::connect::{fail, Control, Message, TcpChannel};
 use crate::error::{Error, Result};
 
 pub fn run(args: &ServeArgs) -> Result<()> {
@@ -115,14 +115,16 @@ fn serve_one(
     handshake: Duration,
     groups: &Rendezvous,
 ) -> Result<()> {
-    let mut ctl = TcpChannel::new(stream)?;
+    // The client's host counts as gone after --timeout without an answer.
+    let mut ctl = TcpChannel::new(stream, handshake)?;
     let hello = ctl.recv(handshake)?;
-    serve_client(port, &mut ctl, clock, hello, groups)
+    serve_client(port, &mut ctl, clock, hello, groups).inspect_err(|e| fail(&mut ctl, e))
 }
 
 fn refuse_busy(stream: TcpStream, max: usize) {
-    if let Ok(mut ctl) = TcpChannel::new(stream) {
+    if let Ok(mut ctl) = TcpChannel::new(stream, Duration::from_secs(5)) {
         let _ = ctl.send(&Message::Refuse {
+            usage: false,
             reason: format!("server busy: already serving --max-clients {max} clients"),
         });
     }

@@ -173,7 +173,7 @@ pub fn connect_to(target: &str, timeout: f64) -> Result<TcpChannel> {
     let mut last = None;
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, Duration::from_secs_f64(timeout)) {
-            Ok(s) => return TcpChannel::new(s),
+            Ok(s) => return TcpChannel::new(s, Duration::from_secs_f64(timeout)),
             Err(e) => last = Some(e),
         }
     }

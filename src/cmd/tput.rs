@@ -232,6 +232,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         path: PathFields::requested(&spec.path),
         memory: MemoryFields::requested(&spec.memory),
         connection: spec.path.connection.name().to_string(),
+        path_mtu: (o.path_mtu > 0).then_some(o.path_mtu),
         signal_period: p.signal_period,
         effective_signal_period: Some(if echo {
             p.signal_period

@@ -6,10 +6,14 @@
 mod local;
 pub mod protocol;
 mod tcp;
+mod watch;
 
 pub use local::{local_pair, local_pair_named, LocalChannel};
-pub use protocol::{accept, check_version, expect, hello, refuse, unexpected, Accepted, Deadlines};
+pub use protocol::{
+    accept, check_version, expect, fail, hello, refuse, unexpected, Accepted, Deadlines,
+};
 pub use tcp::{TcpChannel, MAX_FRAME};
+pub use watch::PeerWatch;
 
 use std::time::Duration;
 
@@ -17,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu_use::CpuUse;
 use crate::error::Result;
-use crate::report::{ClientFigure, DriverReport};
+use crate::report::{ClientFigure, DriverReport, PeerInfo};
 use crate::spec::{TestSpec, TputPoint};
 use crate::verbs::Endpoint;
 
@@ -25,7 +29,7 @@ use crate::verbs::Endpoint;
 pub const SLICE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Bumped whenever a `Message` changes shape or meaning.
-pub const PROTOCOL_VERSION: u32 = 5;
+pub const PROTOCOL_VERSION: u32 = 6;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -36,6 +40,9 @@ pub enum Message {
         tool_version: String,
         spec: TestSpec,
         endpoint: Option<Endpoint>,
+        /// The client's host, device, port and active MTU.
+        #[serde(default)]
+        client: PeerInfo,
     },
     /// Server → client: accepted; (latency) where the server's QP and buffer are.
     Accept {
@@ -49,9 +56,24 @@ pub enum Message {
         /// opened (the client connects to it at the control peer's address).
         #[serde(default)]
         cm_port: Option<u16>,
+        /// The server's device port and its active MTU.
+        #[serde(default)]
+        port: u8,
+        #[serde(default)]
+        active_mtu: u32,
     },
-    /// Either side: cannot run this; `reason` says which parameter and why.
-    Refuse { reason: String },
+    /// Either side: cannot run this; `reason` says which parameter and why,
+    /// and `usage` whether it is the user's input to fix (the other side
+    /// then exits 2, as for bad input of its own).
+    Refuse {
+        reason: String,
+        #[serde(default)]
+        usage: bool,
+    },
+    /// Either side: what it was running failed (a work completion's error,
+    /// a timeout); `reason` is its error, sent before it closes the
+    /// connection so the other side can say what went wrong over there.
+    Failed { reason: String },
     /// Client → server: get ready for point `index` (size `size`).
     Prepare { index: u32, size: u32 },
     /// Server → client: buffers reset, receives posted, ready for `index`.
@@ -105,6 +127,7 @@ impl Message {
             Message::Hello { .. } => "hello",
             Message::Accept { .. } => "accept",
             Message::Refuse { .. } => "refuse",
+            Message::Failed { .. } => "failed",
             Message::Prepare { .. } => "prepare",
             Message::Ready { .. } => "ready",
             Message::Finish { .. } => "finish",
@@ -138,6 +161,14 @@ pub trait Control {
     /// The peer's IP address where the channel runs over IP (`--cm`
     /// connects there); `None` in loopback.
     fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        None
+    }
+    /// Adds the peer's host name, once its handshake said it, to the name
+    /// errors give it.
+    fn name_peer(&mut self, _host: &str) {}
+    /// The socket a [`PeerWatch`] polls for the connection's end while the
+    /// measured loops run; `None` where no connection can vanish (loopback).
+    fn hangup_fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
 }

@@ -65,12 +65,29 @@ pub fn expect<T>(
     if let Some(v) = pick(&mut msg) {
         return Ok(v);
     }
+    Err(peer_error(ctl, &msg).unwrap_or_else(|| unexpected(ctl, wanted, &msg)))
+}
+
+/// A `Refuse` or `Failed` from the peer as the error it carries: the
+/// user's to fix (exit 2) where the peer said so.
+pub fn peer_error(ctl: &dyn Control, msg: &Message) -> Option<Error> {
     match msg {
-        Message::Refuse { reason } => Err(Error::Peer {
+        Message::Refuse {
+            reason,
+            usage: true,
+        } => Some(Error::usage(format!(
+            "peer {}: refused: {reason}",
+            ctl.peer()
+        ))),
+        Message::Refuse { reason, .. } => Some(Error::Peer {
             peer: ctl.peer(),
             what: format!("refused: {reason}"),
         }),
-        other => Err(unexpected(ctl, wanted, &other)),
+        Message::Failed { reason } => Some(Error::Peer {
+            peer: ctl.peer(),
+            what: format!("failed: {reason}"),
+        }),
+        _ => None,
     }
 }
 
@@ -87,8 +104,20 @@ pub fn unexpected(ctl: &dyn Control, wanted: &str, got: &Message) -> Error {
 pub fn refuse(ctl: &mut dyn Control, e: Error) -> Error {
     let _ = ctl.send(&Message::Refuse {
         reason: e.to_string(),
+        usage: e.exit_code() == 2,
     });
     e
+}
+
+/// Tells the peer that what this side was running failed, and why (best
+/// effort: the peer may be the reason). A failure of the connection itself
+/// is not worth sending over it.
+pub fn fail(ctl: &mut dyn Control, e: &Error) {
+    if !matches!(e, Error::Peer { .. }) {
+        let _ = ctl.send(&Message::Failed {
+            reason: e.to_string(),
+        });
+    }
 }
 
 /// Checks that the peer speaks our protocol version.
@@ -110,11 +139,13 @@ pub struct Accepted {
     pub cm_port: Option<u16>,
 }
 
-/// Client side of the handshake: sends the `Hello` and waits for `Accept`.
+/// Client side of the handshake: sends the `Hello` (`me`: this side's
+/// host, device and port) and waits for `Accept`.
 pub fn hello(
     ctl: &mut dyn Control,
     spec: TestSpec,
     endpoint: Option<Endpoint>,
+    me: &PeerInfo,
     timeout: Duration,
 ) -> Result<Accepted> {
     ctl.send(&Message::Hello {
@@ -122,6 +153,7 @@ pub fn hello(
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         spec,
         endpoint,
+        client: me.clone(),
     })?;
     let (version, accepted) = expect(ctl, "accept", timeout, |m| match m {
         Message::Accept {
@@ -130,6 +162,8 @@ pub fn hello(
             device,
             host,
             cm_port,
+            port,
+            active_mtu,
         } => Some((
             *version,
             Accepted {
@@ -138,29 +172,35 @@ pub fn hello(
                 peer: PeerInfo {
                     host: std::mem::take(host),
                     device: std::mem::take(device),
+                    port: *port,
+                    active_mtu: *active_mtu,
                 },
             },
         )),
         _ => None,
     })?;
     check_version(&ctl.peer(), version)?;
+    ctl.name_peer(&accepted.peer.host);
     Ok(accepted)
 }
 
-/// Server side of the handshake: accepts the test (`cm_port`: the session's
-/// rdma_cm listener, for `--cm` tests).
+/// Server side of the handshake: accepts the test (`me`: this side's host,
+/// device and port; `cm_port`: the session's rdma_cm listener, for `--cm`
+/// tests).
 pub fn accept(
     ctl: &mut dyn Control,
     endpoint: Option<Endpoint>,
-    device: &str,
+    me: &PeerInfo,
     cm_port: Option<u16>,
 ) -> Result<()> {
     ctl.send(&Message::Accept {
         version: PROTOCOL_VERSION,
         endpoint,
-        device: device.to_string(),
-        host: local_host(),
+        device: me.device.clone(),
+        host: me.host.clone(),
         cm_port,
+        port: me.port,
+        active_mtu: me.active_mtu,
     })
 }
 

@@ -4,6 +4,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::{Control, Message, SLICE};
@@ -21,10 +22,17 @@ pub struct TcpChannel {
     /// keeps them, so the next `recv` continues the same frame instead of
     /// mistaking its middle for a header.
     pending: Vec<u8>,
+    /// How long the peer's host may go without answering (`new`).
+    liveness: Duration,
 }
 
 impl TcpChannel {
-    pub fn new(stream: TcpStream) -> Result<Self> {
+    /// A channel on `stream` whose peer counts as gone once the connection
+    /// has had no answer from its host for `liveness` (the run's
+    /// `--timeout`): the kernel probes an idle connection every second, so
+    /// a dead host or a cut wire ends every wait on it within that time,
+    /// however long the wait was meant to be.
+    pub fn new(stream: TcpStream, liveness: Duration) -> Result<Self> {
         let peer = stream
             .peer_addr()
             .map(|a| a.to_string())
@@ -32,10 +40,13 @@ impl TcpChannel {
         stream
             .set_nodelay(true)
             .map_err(|e| Error::io(format!("setting TCP_NODELAY to {peer}"), e))?;
+        crate::sys::tcp_liveness(stream.as_raw_fd(), liveness)
+            .map_err(|e| Error::io(format!("setting TCP keepalive to {peer}"), e))?;
         Ok(Self {
             stream,
             peer,
             pending: Vec::new(),
+            liveness,
         })
     }
 
@@ -43,6 +54,21 @@ impl TcpChannel {
         Error::Peer {
             peer: self.peer.clone(),
             what: what.into(),
+        }
+    }
+
+    /// The error for a failed read or write (`doing` says which): a
+    /// connection that timed out means the peer's host stopped answering.
+    fn io_err(&self, doing: &str, e: std::io::Error) -> Error {
+        match e.kind() {
+            ErrorKind::TimedOut => self.peer_err(format!(
+                "{doing}: its host stopped answering for {:.0} s (--timeout): the host, or the network to it, is down",
+                self.liveness.as_secs_f64()
+            )),
+            ErrorKind::ConnectionReset | ErrorKind::BrokenPipe => {
+                self.peer_err(format!("{doing}: the connection was reset (its process ended?)"))
+            }
+            _ => self.peer_err(format!("{doing}: {e}")),
         }
     }
 }
@@ -82,7 +108,7 @@ impl Control for TcpChannel {
         }
         self.stream
             .write_all(&frame)
-            .map_err(|e| self.peer_err(format!("sending '{}': {e}", msg.name())))
+            .map_err(|e| self.io_err(&format!("sending '{}'", msg.name()), e))
     }
 
     fn recv(&mut self, timeout: Duration) -> Result<Message> {
@@ -109,7 +135,7 @@ impl Control for TcpChannel {
                 Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => break Err(self.peer_err(format!("read failed: {e}"))),
+                Err(e) => break Err(self.io_err("read failed", e)),
             }
         };
         nb(&self.stream, false)?;
@@ -132,6 +158,17 @@ impl Control for TcpChannel {
 
     fn peer_ip(&self) -> Option<std::net::IpAddr> {
         self.stream.peer_addr().ok().map(|a| a.ip())
+    }
+
+    fn name_peer(&mut self, host: &str) {
+        if !host.is_empty() && !self.peer.starts_with(host) {
+            let host = crate::escape::printable(host);
+            self.peer = format!("{host} ({})", self.peer);
+        }
+    }
+
+    fn hangup_fd(&self) -> Option<RawFd> {
+        Some(self.stream.as_raw_fd())
     }
 }
 
@@ -158,12 +195,10 @@ impl TcpChannel {
             match self.stream.read(&mut chunk[..room]) {
                 Ok(0) => return Err(self.peer_err("closed the connection")),
                 Ok(n) => self.pending.extend_from_slice(&chunk[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                    ) => {}
-                Err(e) => return Err(self.peer_err(format!("read failed: {e}"))),
+                // A read timeout (SO_RCVTIMEO) is EAGAIN: this slice is over.
+                // ETIMEDOUT is the connection's own failure (`new`).
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {}
+                Err(e) => return Err(self.io_err("read failed", e)),
             }
         }
         Ok(())
@@ -209,6 +244,12 @@ mod tests {
                 rkey: 99,
                 len: 4096,
             }),
+            client: crate::report::PeerInfo {
+                host: "h1".into(),
+                device: "rxe0".into(),
+                port: 1,
+                active_mtu: 1024,
+            },
         }
     }
 
@@ -265,7 +306,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(100));
         });
         let (stream, _) = listener.accept().unwrap();
-        let mut ch = TcpChannel::new(stream).unwrap();
+        let mut ch = TcpChannel::new(stream, Duration::from_secs(5)).unwrap();
         let mut got = Vec::new();
         let mut timeouts = 0;
         while got.len() < 2 {

@@ -128,19 +128,25 @@ impl LatencySpec {
         self.path.validate()
     }
 
+    /// This spec with the path MTU both sides agreed on.
+    pub fn with_path_mtu(&self, mtu: u32) -> LatencySpec {
+        let mut s = self.clone();
+        s.path.path_mtu = Some(mtu);
+        s
+    }
+
     /// Checks against what the device and QP really offer.
     pub fn validate_device(
         &self,
         device: &str,
-        port: u8,
         max_inline: u32,
-        active_mtu: u32,
+        ends: &PathEnds,
         atomics: bool,
         max_sge: u32,
     ) -> Result<()> {
         check_device_sge(self.sge, device, max_sge)?;
-        self.path.check_device(device, port, active_mtu)?;
-        let (ud_mtu, ud_why) = self.path.ud_limit(device, active_mtu);
+        self.path.check_device(ends)?;
+        let (ud_mtu, ud_why) = self.path.ud_limit(ends);
         if let Some(s) = self.inline.largest_inlined(self.sizes.iter().copied()) {
             if s > max_inline {
                 return Err(self.inline.exceeds_device(s, "", device, max_inline));
@@ -250,7 +256,7 @@ mod tests {
         s.transport = Transport::Ud;
         s.sizes = vec![2048];
         let e = s
-            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
             .unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -261,14 +267,14 @@ mod tests {
         s.inline = InlineRequest::Always;
         s.sizes = vec![1024];
         let e = s
-            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
             .unwrap_err();
         assert!(e.to_string().contains("max_inline of rxe0 (512)"), "{e}");
         // -I: only the sizes it inlines must fit; larger ones go uninlined.
         s.inline = InlineRequest::UpTo(1024);
         s.sizes = vec![16, 768, 4096];
         let e = s
-            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
             .unwrap_err();
         assert!(
             e.to_string().starts_with("--inline-size 1024 --size 768:")
@@ -276,11 +282,12 @@ mod tests {
             "{e}"
         );
         s.inline = InlineRequest::UpTo(512);
-        s.validate_device("rxe0", 1, 512, 1024, true, 32).unwrap();
+        s.validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
+            .unwrap();
         let mut s = spec(VerbKind::Write);
         s.sge = 33;
         let e = s
-            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
             .unwrap_err();
         assert_eq!(e.to_string(), "--sge 33: exceeds the max_sge of rxe0 (32)");
         let mut s = spec(VerbKind::Send);
@@ -288,7 +295,7 @@ mod tests {
         s.sizes = vec![1024];
         s.path.mtu = Some(512);
         let e = s
-            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
             .unwrap_err();
         assert_eq!(
             e.to_string(),
@@ -296,7 +303,7 @@ mod tests {
         );
         s.path.mtu = Some(4096);
         let e = s
-            .validate_device("rxe0", 1, 512, 1024, true, 32)
+            .validate_device("rxe0", 512, &PathEnds::single("rxe0", 1, 1024), true, 32)
             .unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -210,6 +210,11 @@ pub struct PathSpec {
     pub flow_label: Option<u32>,
     pub mtu: Option<u32>,
     pub connection: Connection,
+    /// The path MTU both ends agreed on in the handshake
+    /// ([`PathSpec::negotiate_mtu`]); each side sets it for itself, so it
+    /// never crosses the wire.
+    #[serde(skip)]
+    pub path_mtu: Option<u32>,
 }
 
 impl PathSpec {
@@ -239,6 +244,7 @@ impl PathSpec {
             flow_label: flow_label.map(|v| v as u32),
             mtu: mtu.map(|v| v as u32),
             connection: Connection::Gid,
+            path_mtu: None,
         };
         path.validate()?;
         Ok(path)
@@ -271,30 +277,144 @@ impl PathSpec {
         }
     }
 
-    /// The MTU QPs run with: the requested one, else the port's active MTU.
+    /// The MTU QPs run with: the one both ends agreed on, else the
+    /// requested one, else the port's active MTU.
     pub fn effective_mtu(&self, active: u32) -> u32 {
-        self.mtu.map_or(active, |m| m.min(active))
+        self.path_mtu
+            .unwrap_or_else(|| self.mtu.map_or(active, |m| m.min(active)))
     }
 
-    /// Refuses an `--mtu` above the active MTU of `device` port `port`.
-    pub fn check_device(&self, device: &str, port: u8, active: u32) -> Result<()> {
+    /// The MTU a run's QPs can use on the path between `ends`: `--mtu` when
+    /// every end's port carries it, else the smallest active MTU. Each side
+    /// computes it from the same two ports' facts (exchanged in the
+    /// handshake), so both set the same path MTU.
+    pub fn negotiate_mtu(&self, ends: &PathEnds) -> Result<u32> {
+        self.check_device(ends)?;
+        Ok(self.mtu.unwrap_or_else(|| ends.active()))
+    }
+
+    /// Refuses an `--mtu` above the active MTU of either end's port.
+    pub fn check_device(&self, ends: &PathEnds) -> Result<()> {
+        let (narrow, other) = ends.narrowest();
         match self.mtu {
-            Some(m) if m > active => Err(Error::usage(format!(
-                "--mtu {m} exceeds the active MTU of {device} port {port} ({active})"
-            ))),
+            Some(m) if m > narrow.active => Err(Error::usage(match other {
+                None => format!(
+                    "--mtu {m} exceeds the active MTU of {} ({})",
+                    narrow.name(),
+                    narrow.active
+                ),
+                Some(o) => format!(
+                    "--mtu {m} exceeds the active MTU of {} ({}; {} has {})",
+                    narrow.name(),
+                    narrow.active,
+                    o.name(),
+                    o.active
+                ),
+            })),
             _ => Ok(()),
         }
     }
 
     /// The UD payload limit and where it comes from, for refusals:
-    /// "the UD MTU of rxe0 (512, from --mtu 512)".
-    pub fn ud_limit(&self, device: &str, active: u32) -> (u32, String) {
+    /// "the UD MTU of rxe0 (512, from --mtu 512)", or for two hosts "the UD
+    /// MTU of the path (512: rxe0 port 1 on h2 has 512, rxe0 port 1 on h1 has 1024)".
+    pub fn ud_limit(&self, ends: &PathEnds) -> (u32, String) {
+        let active = ends.active();
         let mtu = self.effective_mtu(active);
-        let why = match self.mtu {
-            Some(m) if m < active => format!("the UD MTU of {device} ({mtu}, from --mtu {m})"),
-            _ => format!("the UD MTU of {device} ({mtu})"),
+        let from = match self.mtu {
+            Some(m) if m < active => format!(", from --mtu {m}"),
+            _ => String::new(),
+        };
+        let why = match ends.narrowest() {
+            (n, None) => format!("the UD MTU of {} ({mtu}{from})", n.device),
+            (n, Some(o)) => format!(
+                "the UD MTU of the path ({mtu}{from}: {} has {}, {} has {})",
+                n.name(),
+                n.active,
+                o.name(),
+                o.active
+            ),
         };
         (mtu, why)
+    }
+}
+
+/// One end of a run's path: a device port, the host it is on where the
+/// other end is on another, and its active MTU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MtuEnd {
+    pub device: String,
+    pub port: u8,
+    pub host: Option<String>,
+    pub active: u32,
+}
+
+impl MtuEnd {
+    /// "rxe0 port 1", or "rxe0 port 1 on h2".
+    pub fn name(&self) -> String {
+        match &self.host {
+            Some(h) => format!("{} port {} on {h}", self.device, self.port),
+            None => format!("{} port {}", self.device, self.port),
+        }
+    }
+}
+
+/// The ports whose active MTUs bound a run's path: this side's, and the
+/// peer's once its handshake said, where that is another port (another
+/// host, or `serve` on another device of this one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathEnds {
+    pub local: MtuEnd,
+    pub peer: Option<MtuEnd>,
+}
+
+impl PathEnds {
+    /// One port is both ends (loopback, or before the handshake).
+    pub fn single(device: &str, port: u8, active: u32) -> Self {
+        PathEnds {
+            local: MtuEnd {
+                device: device.to_string(),
+                port,
+                host: None,
+                active,
+            },
+            peer: None,
+        }
+    }
+
+    /// This port and the peer's: `peer` is left out when it is this very
+    /// port. Hosts are named only when they differ.
+    pub fn between(local: MtuEnd, peer: MtuEnd) -> Self {
+        let same_host = local.host == peer.host;
+        if same_host && local.device == peer.device && local.port == peer.port {
+            return PathEnds { local, peer: None };
+        }
+        let keep = |mut e: MtuEnd| {
+            if same_host {
+                e.host = None;
+            }
+            e
+        };
+        PathEnds {
+            local: keep(local),
+            peer: Some(keep(peer)),
+        }
+    }
+
+    /// The largest MTU every end carries.
+    pub fn active(&self) -> u32 {
+        self.peer
+            .as_ref()
+            .map_or(self.local.active, |p| p.active.min(self.local.active))
+    }
+
+    /// The end with the smaller active MTU (the peer's on a tie), and the other.
+    fn narrowest(&self) -> (&MtuEnd, Option<&MtuEnd>) {
+        match &self.peer {
+            Some(p) if p.active <= self.local.active => (p, Some(&self.local)),
+            Some(p) => (&self.local, Some(p)),
+            None => (&self.local, None),
+        }
     }
 }
 
@@ -398,8 +518,9 @@ pub struct DeviceLimits {
     /// The inline limit granted on RC, UC and UD QPs (they differ on some
     /// devices), 0 where not probed because the run does not inline.
     pub max_inline: [u32; 3],
-    /// The port's active MTU.
-    pub mtu: u32,
+    /// The ports whose active MTUs bound the path (this one's, and the
+    /// peer's once known).
+    pub path: PathEnds,
     pub max_qp_wr: u32,
     pub max_qp: u32,
     /// Entries a CQ may have (capped at what rdma-bench ever asks for).
@@ -439,7 +560,7 @@ pub enum TestSpec {
 
 #[cfg(test)]
 mod range_tests {
-    use super::{check_range, PathSpec};
+    use super::{check_range, MtuEnd, PathEnds, PathSpec};
 
     #[test]
     fn path_options_are_range_checked_with_the_option_and_limit() {
@@ -452,6 +573,7 @@ mod range_tests {
                 flow_label: Some(7),
                 mtu: Some(512),
                 connection: super::Connection::Gid,
+                path_mtu: None,
             }
         );
         assert_eq!(
@@ -491,7 +613,8 @@ mod range_tests {
             mtu: Some(4096),
             ..PathSpec::default()
         };
-        let e = p.check_device("rxe0", 1, 1024).unwrap_err();
+        let one = PathEnds::single("rxe0", 1, 1024);
+        let e = p.check_device(&one).unwrap_err();
         assert_eq!(
             e.to_string(),
             "--mtu 4096 exceeds the active MTU of rxe0 port 1 (1024)"
@@ -501,12 +624,65 @@ mod range_tests {
             mtu: Some(512),
             ..PathSpec::default()
         };
-        p.check_device("rxe0", 1, 1024).unwrap();
+        p.check_device(&one).unwrap();
         assert_eq!(p.effective_mtu(1024), 512);
         assert_eq!(PathSpec::default().effective_mtu(1024), 1024);
         assert_eq!(
-            p.ud_limit("rxe0", 1024).1,
+            p.ud_limit(&one).1,
             "the UD MTU of rxe0 (512, from --mtu 512)"
+        );
+    }
+
+    fn end(host: &str, active: u32) -> MtuEnd {
+        MtuEnd {
+            device: "rxe0".into(),
+            port: 1,
+            host: Some(host.into()),
+            active,
+        }
+    }
+
+    #[test]
+    fn two_hosts_run_at_the_smaller_active_mtu_or_are_refused_naming_both() {
+        let ends = PathEnds::between(end("h1", 1024), end("h2", 512));
+        assert_eq!(PathSpec::default().negotiate_mtu(&ends).unwrap(), 512);
+        let asked = |m| PathSpec {
+            mtu: Some(m),
+            ..PathSpec::default()
+        };
+        assert_eq!(asked(256).negotiate_mtu(&ends).unwrap(), 256);
+        let e = asked(1024).negotiate_mtu(&ends).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--mtu 1024 exceeds the active MTU of rxe0 port 1 on h2 (512; rxe0 port 1 on h1 has 1024)"
+        );
+        assert_eq!(e.exit_code(), 2);
+        // Whichever side computes it, the narrower end is named first.
+        let theirs = PathEnds::between(end("h2", 512), end("h1", 1024));
+        assert_eq!(
+            asked(1024).negotiate_mtu(&theirs).unwrap_err().to_string(),
+            e.to_string()
+        );
+        assert_eq!(
+            PathSpec::default().ud_limit(&ends),
+            (
+                512,
+                "the UD MTU of the path (512: rxe0 port 1 on h2 has 512, rxe0 port 1 on h1 has 1024)"
+                    .into()
+            )
+        );
+        // The negotiated MTU is what QPs run with.
+        let agreed = PathSpec {
+            path_mtu: Some(512),
+            ..PathSpec::default()
+        };
+        assert_eq!(agreed.effective_mtu(1024), 512);
+        // One port at both ends (loopback, serve on the same device) is one end.
+        let same = PathEnds::between(end("h1", 1024), end("h1", 1024));
+        assert_eq!(same.peer, None);
+        assert_eq!(
+            PathSpec::default().ud_limit(&same).1,
+            "the UD MTU of rxe0 (1024)"
         );
     }
 

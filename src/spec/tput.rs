@@ -449,11 +449,18 @@ impl TputSpec {
         Ok(())
     }
 
+    /// This spec with the path MTU both sides agreed on.
+    pub fn with_path_mtu(&self, mtu: u32) -> TputSpec {
+        let mut s = self.clone();
+        s.path.path_mtu = Some(mtu);
+        s
+    }
+
     /// Checks each point against what the device offers.
     pub fn validate_device(&self, dev: &DeviceLimits) -> Result<()> {
         check_device_sge(self.sge, &dev.name, dev.max_sge)?;
-        self.path.check_device(&dev.name, dev.port, dev.mtu)?;
-        let (ud_mtu, ud_why) = self.path.ud_limit(&dev.name, dev.mtu);
+        self.path.check_device(&dev.path)?;
+        let (ud_mtu, ud_why) = self.path.ud_limit(&dev.path);
         for p in &self.points {
             let name = &dev.name;
             let max_inline = dev.max_inline(p.transport);
@@ -703,7 +710,7 @@ mod tput_tests {
             name: "rxe0".into(),
             port: 1,
             max_inline: [512; 3],
-            mtu: 1024,
+            path: PathEnds::single("rxe0", 1, 1024),
             max_qp_wr: 1024,
             max_qp: 64,
             max_cqe: 32_767,

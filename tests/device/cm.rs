@@ -204,6 +204,7 @@ fn cm_hello() -> Message {
             rkey: 0,
             len: 0,
         }),
+        client: Default::default(),
     }
 }
 
@@ -229,7 +230,7 @@ fn cm_port_is_the_listener_a_session_announces_and_holds() {
     assert_eq!(doc.latency().next().unwrap().connection, "cm");
     // A session of our own: the Accept announces the fixed port...
     let stream = std::net::TcpStream::connect((ipv4().as_str(), port)).unwrap();
-    let mut ctl = TcpChannel::new(stream).unwrap();
+    let mut ctl = TcpChannel::new(stream, Duration::from_secs(30)).unwrap();
     ctl.send(&cm_hello()).unwrap();
     match ctl.recv(Duration::from_secs(30)).unwrap() {
         Message::Accept { cm_port: p, .. } => assert_eq!(p, Some(cm_port)),
@@ -267,7 +268,7 @@ fn a_server_without_its_rdma_cm_listener_fails_the_client_in_bounded_time() {
     let listener = std::net::TcpListener::bind((ipv4().as_str(), 18645)).unwrap();
     let fake = std::thread::spawn(move || {
         let (stream, _) = listener.accept().unwrap();
-        let mut ctl = TcpChannel::new(stream).unwrap();
+        let mut ctl = TcpChannel::new(stream, Duration::from_secs(30)).unwrap();
         let hello = ctl.recv(Duration::from_secs(30)).unwrap();
         assert!(matches!(hello, Message::Hello { .. }), "{hello:?}");
         ctl.send(&Message::Accept {
@@ -284,6 +285,8 @@ fn a_server_without_its_rdma_cm_listener_fails_the_client_in_bounded_time() {
             device: device(),
             host: "fake".into(),
             cm_port: Some(18646),
+            port: 1,
+            active_mtu: 1024,
         })
         .unwrap();
         // Stay until the client gives up.

@@ -222,7 +222,7 @@ pub fn client_point(
                     patience.wait(
                         || {
                             format!(
-                                "the answer to iteration {k} on QP {qpn} (peer stopped writing?)"
+                                "the answer to iteration {k} on QP {qpn} (the peer stopped writing, or the network to it is down)"
                             )
                         },
                         || Ok((mr.read_u8(recv_marker) == m).then_some(())),

@@ -96,6 +96,10 @@ impl UnconnectedSide {
 
     /// Brings the QP to RTS towards `remote` and posts the receives `spec` needs.
     pub fn connect(mut self, remote: Endpoint, spec: &LatencySpec) -> Result<Side> {
+        // The QP was made before the handshake agreed on the path MTU.
+        if let Some(mtu) = spec.path.path_mtu {
+            self.set.run_at_mtu(mtu);
+        }
         self.set.connect(&[remote])?;
         // One receive WR into the receive area, reposted after every message.
         let mut recvs = RecvList::new(&self.set.mr, self.slot, self.slot as u32, 1, 0);

@@ -3,11 +3,11 @@
 
 use crate::affinity::{self, Side};
 use crate::clock::Clock;
-use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
+use crate::connect::{accept, expect, fail, hello, refuse, Control, Deadlines, Message, PeerWatch};
 use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::{Error, Result};
 use crate::report::{IntervalFigure, PeerInfo};
-use crate::spec::{Connection, LatencySpec, TestSpec};
+use crate::spec::{Connection, LatencySpec, PathEnds, TestSpec};
 use crate::stats::LatencyRecorder;
 use crate::verbs::Endpoint;
 
@@ -32,11 +32,13 @@ pub struct PointOutcome<'a> {
     pub intervals: Vec<IntervalFigure>,
     /// The server's CPU use from ready to finish, as it reported.
     pub cpu_peer: Option<CpuUse>,
+    /// The path MTU both sides' QPs ran with (RC/UC; UD's payload limit).
+    pub path_mtu: u32,
 }
 
-/// Checks `spec` against the device behind `port`; returns the inline room
-/// a QP must be created with.
-fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
+/// Checks `spec` against the device behind `port` and the path's ends;
+/// returns the inline room a QP must be created with.
+fn check_against_device(spec: &LatencySpec, port: &Port, ends: &PathEnds) -> Result<u32> {
     let max_inline = if needs_inline_limit(spec.verb, spec.inline) {
         port.max_inline(spec.transport)?
     } else {
@@ -45,9 +47,8 @@ fn check_against_device(spec: &LatencySpec, port: &Port) -> Result<u32> {
     let limits = port.limits(&[])?;
     spec.validate_device(
         &limits.name,
-        limits.port,
         max_inline,
-        limits.mtu,
+        ends,
         limits.atomics,
         limits.max_sge,
     )?;
@@ -86,18 +87,42 @@ pub fn run_client_live(
     ctl: &mut dyn Control,
     clock: &Clock,
     on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
+    on_point: impl FnMut(PointOutcome<'_>) -> Result<()>,
+) -> Result<()> {
+    let r = client_session(spec, port, &mut *ctl, clock, on_interval, on_point);
+    // The server says why its side ended too; tell it why ours did.
+    if let Err(e) = &r {
+        fail(ctl, e);
+    }
+    r
+}
+
+fn client_session(
+    spec: &LatencySpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
     mut on_point: impl FnMut(PointOutcome<'_>) -> Result<()>,
 ) -> Result<()> {
     let d = deadlines(spec);
-    let room = check_against_device(spec, port)?;
+    let room = check_against_device(spec, port, &port.path_ends())?;
     affinity::pin(Side::Client, 0);
     let unconnected = UnconnectedSide::new(port, spec, Role::Client, room)?;
+    let me = port.describe();
     let accepted = hello(
         ctl,
         TestSpec::Latency(spec.clone()),
         Some(unconnected.endpoint()),
+        &me,
         d.reply(),
     )?;
+    // Both sides run at the MTU both ports carry (the server has refused
+    // an --mtu or a UD size either cannot).
+    let path_mtu = spec
+        .path
+        .negotiate_mtu(&Port::path_to(&me, &accepted.peer))?;
+    let spec = &spec.with_path_mtu(path_mtu);
     let remote = accepted.endpoint.ok_or_else(|| Error::Peer {
         peer: ctl.peer(),
         what: "accepted a latency test without an endpoint".into(),
@@ -128,6 +153,9 @@ pub fn run_client_live(
         })?;
         let board = IntervalBoard::new(clock, spec.live.interval_s, spec.live.forever, 1);
         let shown = |f: &IntervalFigure| on_interval(index, f);
+        // The peer's host or the wire to it may go mid-point: the watch
+        // ends the loop then and says why.
+        let peer_watch = PeerWatch::start(ctl);
         let (client, intervals) = watch(board.as_ref(), &shown, || {
             client_point(
                 &mut side,
@@ -139,7 +167,7 @@ pub fn run_client_live(
                 board.as_ref(),
             )
         });
-        let client = client?;
+        let client = peer_watch.explain(ctl, client)?;
         ctl.send(&Message::Finish { index })?;
         let (received, cpu_peer) = expect(ctl, "finished", d.setup(), |m| match m {
             Message::Finished {
@@ -158,6 +186,7 @@ pub fn run_client_live(
             peer: &accepted.peer,
             intervals,
             cpu_peer,
+            path_mtu,
         })?;
     }
     ctl.send(&Message::Bye)?;
@@ -172,6 +201,7 @@ pub fn serve_latency(
     clock: &Clock,
     spec: LatencySpec,
     client: Option<Endpoint>,
+    client_side: &PeerInfo,
 ) -> Result<()> {
     let Some(client) = client else {
         return Err(refuse(
@@ -179,11 +209,14 @@ pub fn serve_latency(
             Error::usage("a latency hello needs an endpoint"),
         ));
     };
-    let room = match spec
-        .validate()
-        .and_then(|_| check_against_device(&spec, port))
-    {
-        Ok(room) => room,
+    let me = port.describe();
+    let ends = Port::path_to(&me, client_side);
+    let checked = spec.validate().and_then(|_| {
+        let room = check_against_device(&spec, port, &ends)?;
+        Ok((room, spec.path.negotiate_mtu(&ends)?))
+    });
+    let (room, spec) = match checked {
+        Ok((room, mtu)) => (room, spec.with_path_mtu(mtu)),
         Err(e) => return Err(refuse(ctl, e)),
     };
     affinity::pin(Side::Server, 0);
@@ -194,12 +227,7 @@ pub fn serve_latency(
     let unconnected = UnconnectedSide::new(port, &spec, Role::Server, room)?;
     let endpoint = unconnected.endpoint();
     let mut side = unconnected.connect(client, &spec)?;
-    accept(
-        ctl,
-        Some(endpoint),
-        port.ctx.name(),
-        listener.as_ref().map(|l| l.port),
-    )?;
+    accept(ctl, Some(endpoint), &me, listener.as_ref().map(|l| l.port))?;
     let d = deadlines(&spec);
     if let Some(l) = &listener {
         let config = *side.set.config();

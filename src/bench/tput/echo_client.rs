@@ -495,7 +495,7 @@ fn echo_client_thread(
         } else if !stopping {
             // (A drain has its own bound: drain_limit.)
             patience.check_stall(last_progress, now, || {
-                format!("echo responses on thread {thread}'s QPs (QP {qpn}…): the server stopped answering")
+                format!("echo responses on thread {thread}'s QPs (QP {qpn}…): the server, or the network to it, stopped answering")
             })?;
         }
     }

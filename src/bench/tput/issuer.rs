@@ -295,7 +295,7 @@ fn issue_thread(
             last_progress = now;
         } else {
             patience.check_stall(last_progress, now, || {
-                format!("any completion on thread {thread}'s QPs (QP {qpn}…): the peer stopped answering")
+                format!("any completion on thread {thread}'s QPs (QP {qpn}…): the peer, or the network to it, stopped answering")
             })?;
         }
     };

@@ -5,7 +5,7 @@
 
 use crate::affinity::{self, Side};
 use crate::clock::Clock;
-use crate::connect::{accept, expect, hello, refuse, Control, Deadlines, Message};
+use crate::connect::{accept, expect, fail, hello, refuse, Control, Deadlines, Message, PeerWatch};
 use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::{Error, Result};
 use crate::report::{ClientFigure, DriverReport, IntervalFigure, PeerInfo};
@@ -44,6 +44,8 @@ pub struct TputOutcome {
     pub inline: bool,
     /// The server's host and device, as its handshake said.
     pub peer: PeerInfo,
+    /// The path MTU both sides' QPs ran with (RC/UC; UD's payload limit).
+    pub path_mtu: u32,
     /// `--bidirectional`: the server-to-client direction (`report` and
     /// `received` above are then the client-to-server one).
     pub reverse: Option<Reverse>,
@@ -191,13 +193,37 @@ fn run_tput_client_with(
     clock: &Clock,
     hold: Option<&LoadHold>,
     on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
+    on_point: impl FnMut(TputOutcome) -> Result<()>,
+) -> Result<()> {
+    let r = tput_client_session(spec, port, &mut *ctl, clock, hold, on_interval, on_point);
+    // The server says why its side ended too; tell it why ours did.
+    if let Err(e) = &r {
+        fail(ctl, e);
+    }
+    r
+}
+
+fn tput_client_session(
+    spec: &TputSpec,
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hold: Option<&LoadHold>,
+    on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
     mut on_point: impl FnMut(TputOutcome) -> Result<()>,
 ) -> Result<()> {
     spec.validate_device(&device_limits(spec, port)?)?;
     // This thread drives the client's target (outbound) and its barriers.
     affinity::pin(Side::Client, 0);
     let d = deadlines(spec);
-    let accepted = hello(ctl, TestSpec::Tput(spec.clone()), None, d.reply())?;
+    let me = port.describe();
+    let accepted = hello(ctl, TestSpec::Tput(spec.clone()), None, &me, d.reply())?;
+    // Both sides run at the MTU both ports carry (the server has refused
+    // an --mtu or a UD size either cannot).
+    let path_mtu = spec
+        .path
+        .negotiate_mtu(&Port::path_to(&me, &accepted.peer))?;
+    let spec = &spec.with_path_mtu(path_mtu);
     let peer = accepted.peer;
     let cm_to = cm::target(
         spec.path.connection,
@@ -235,51 +261,11 @@ fn run_tput_client_with(
                 cm::dial(to, &mut qps, &server_qpns, &config, name, tos, index, wait)?;
             }
         }
-        let mut reverse = None;
-        let (report, counted) = match &mut side {
-            PointSide::Both { issuers, target } => {
-                // The server's receives were posted before it said ready, ours just now.
-                ctl.send(&Message::Go { index })?;
-                let b = run_bidir(issuers, target, &ctx, index, ctl, &d, &shown)?;
-                // Each side's CPU comes in its issuers' report.
-                let peer_cpu = b.peer.cpu;
-                reverse = Some(Reverse {
-                    verify_failures: atomic_mismatch(&b.words, &b.peer.per_qp_sent),
-                    report: b.peer,
-                    received: b.received,
-                });
-                let counted = Counted {
-                    received: b.peer_received,
-                    group: Vec::new(),
-                    words: b.peer_words,
-                    cpu: peer_cpu,
-                };
-                (b.mine, counted)
-            }
-            PointSide::Issuer(sets) => {
-                expect_go(ctl, index, &d)?;
-                let report = drive(board.as_ref(), &shown, || run_issuer(sets, &ctx))?;
-                finish_as_driver(ctl, index, report, &d)?
-            }
-            PointSide::Echo(sets) => {
-                expect_go(ctl, index, &d)?;
-                let report = drive(board.as_ref(), &shown, || run_echo_client(sets, &ctx))?;
-                finish_as_driver(ctl, index, report, &d)?
-            }
-            PointSide::Target(set) => {
-                let mut go = |c: &mut dyn Control| c.send(&Message::Go { index });
-                let before = CpuSnapshot::take();
-                let (received, report) = run_target(set, spec, index, ctl, &mut go)?;
-                let counted = Counted {
-                    received,
-                    group: Vec::new(),
-                    words: set.atomic_words(),
-                    cpu: Some(CpuSnapshot::take().since(&before)),
-                };
-                ctl.send(&counted.clone().message(index))?;
-                (report, counted)
-            }
-        };
+        // The peer's host or the wire to it may go while the loops run;
+        // the watch ends them then, and says why.
+        let watch = PeerWatch::start(ctl);
+        let measured = measure_client_point(&mut side, spec, &ctx, &board, index, ctl, &d, &shown);
+        let (report, counted, reverse) = watch.explain(ctl, measured)?;
         // The driver's CPU came in its report, the other side's with its counts.
         let (cpu_local, cpu_peer) = match &side {
             PointSide::Target(_) => (counted.cpu, report.cpu),
@@ -301,6 +287,7 @@ fn run_tput_client_with(
             verify_failures,
             inline,
             peer: peer.clone(),
+            path_mtu,
             reverse,
             cpu_local,
             cpu_peer,
@@ -310,31 +297,93 @@ fn run_tput_client_with(
     Ok(())
 }
 
-/// Serves a throughput client until `Bye`.
+/// One point's measured part on the client: go, the loops, and both
+/// sides' figures (the peer's direction too, bidirectionally).
+#[allow(clippy::too_many_arguments)]
+fn measure_client_point(
+    side: &mut PointSide<EchoClients>,
+    spec: &TputSpec,
+    ctx: &PointCtx<'_>,
+    board: &Option<IntervalBoard>,
+    index: u32,
+    ctl: &mut dyn Control,
+    d: &Deadlines,
+    shown: &(dyn Fn(&IntervalFigure) + Sync),
+) -> Result<(DriverReport, Counted, Option<Reverse>)> {
+    let mut reverse = None;
+    let (report, counted) = match side {
+        PointSide::Both { issuers, target } => {
+            // The server's receives were posted before it said ready, ours just now.
+            ctl.send(&Message::Go { index })?;
+            let b = run_bidir(issuers, target, ctx, index, ctl, d, shown)?;
+            // Each side's CPU comes in its issuers' report.
+            let peer_cpu = b.peer.cpu;
+            reverse = Some(Reverse {
+                verify_failures: atomic_mismatch(&b.words, &b.peer.per_qp_sent),
+                report: b.peer,
+                received: b.received,
+            });
+            let counted = Counted {
+                received: b.peer_received,
+                group: Vec::new(),
+                words: b.peer_words,
+                cpu: peer_cpu,
+            };
+            (b.mine, counted)
+        }
+        PointSide::Issuer(sets) => {
+            expect_go(ctl, index, d)?;
+            let report = drive(board.as_ref(), shown, || run_issuer(sets, ctx))?;
+            finish_as_driver(ctl, index, report, d)?
+        }
+        PointSide::Echo(sets) => {
+            expect_go(ctl, index, d)?;
+            let report = drive(board.as_ref(), shown, || run_echo_client(sets, ctx))?;
+            finish_as_driver(ctl, index, report, d)?
+        }
+        PointSide::Target(set) => {
+            let mut go = |c: &mut dyn Control| c.send(&Message::Go { index });
+            let before = CpuSnapshot::take();
+            let (received, report) = run_target(set, spec, index, ctl, &mut go)?;
+            let counted = Counted {
+                received,
+                group: Vec::new(),
+                words: set.atomic_words(),
+                cpu: Some(CpuSnapshot::take().since(&before)),
+            };
+            ctl.send(&counted.clone().message(index))?;
+            (report, counted)
+        }
+    };
+    Ok((report, counted, reverse))
+}
+
+/// Serves a throughput client (`client`: its side of the handshake) until `Bye`.
 pub fn serve_tput(
     port: &Port,
     ctl: &mut dyn Control,
     clock: &Clock,
     spec: TputSpec,
     groups: &Rendezvous,
+    client: &PeerInfo,
 ) -> Result<()> {
-    if let Err(e) = spec
-        .validate()
-        .and_then(|_| device_limits(&spec, port))
-        .and_then(|l| spec.validate_device(&l))
-    {
-        return Err(refuse(ctl, e));
-    }
+    let me = port.describe();
+    let ends = Port::path_to(&me, client);
+    let checked = spec.validate().and_then(|_| {
+        let mut limits = device_limits(&spec, port)?;
+        limits.path = ends.clone();
+        spec.validate_device(&limits)?;
+        spec.path.negotiate_mtu(&ends)
+    });
+    let spec = match checked {
+        Ok(mtu) => spec.with_path_mtu(mtu),
+        Err(e) => return Err(refuse(ctl, e)),
+    };
     let listener = match spec.path.connection {
         Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
         Connection::Gid => None,
     };
-    accept(
-        ctl,
-        None,
-        port.ctx.name(),
-        listener.as_ref().map(|l| l.port),
-    )?;
+    accept(ctl, None, &me, listener.as_ref().map(|l| l.port))?;
     // This thread runs the server's target or echo loop.
     affinity::pin(Side::Server, 0);
     let d = deadlines(&spec);

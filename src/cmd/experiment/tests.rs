@@ -218,6 +218,7 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
                 flow_label: None,
                 mtu: Some(512),
                 connection: crate::spec::Connection::Gid,
+                path_mtu: None,
             }
         ),
         _ => panic!("L is a latency series"),
@@ -231,6 +232,7 @@ fn qos_and_path_keys_reach_the_spec_in_latency_and_throughput() {
                 flow_label: Some(0xF_FFFF),
                 mtu: Some(512),
                 connection: crate::spec::Connection::Gid,
+                path_mtu: None,
             }
         ),
         _ => panic!("T is a throughput series"),

@@ -1,0 +1,105 @@
+//! A control connection watched from a thread of its own while the measured
+//! loops run. Those loops never read the control channel, and an unreliable
+//! transport (UC, UD) gets no error when the peer's host is gone: without
+//! the watch a client would go on posting into the void for the rest of its
+//! window. The thread sleeps in `poll(2)` for the connection's end only
+//! (the peer's FIN, a reset, or the kernel giving up on a host that stopped
+//! answering, see `TcpChannel::new`), so it costs the loops nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::Control;
+use crate::abort::abort_all;
+use crate::error::{Error, Result};
+use crate::sys::{wait_hangup, Hangup};
+
+/// How often the watching thread looks at its stop flag.
+const SLICE: Duration = Duration::from_millis(200);
+
+/// A running watch; stops (and joins its thread) when dropped.
+pub struct PeerWatch {
+    stop: Arc<AtomicBool>,
+    ended: Arc<Mutex<Option<Hangup>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl PeerWatch {
+    /// Starts watching `ctl`'s connection, if it has one. When it ends,
+    /// every wait in this process is asked to give up ([`abort_all`]); the
+    /// caller turns the interruption that follows into the peer's error
+    /// with [`PeerWatch::explain`].
+    pub fn start(ctl: &dyn Control) -> PeerWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ended = Arc::new(Mutex::new(None));
+        let thread = ctl.hangup_fd().map(|fd| {
+            let (stop, ended) = (stop.clone(), ended.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if let Some(h) = wait_hangup(fd, SLICE) {
+                        *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+                        abort_all();
+                        return;
+                    }
+                }
+            })
+        });
+        PeerWatch {
+            stop,
+            ended,
+            thread,
+        }
+    }
+
+    /// `result` of the watched work, with an interruption the watch caused
+    /// replaced by why: the peer's own last word if it sent one (a
+    /// `Failed` or `Refuse` still in the socket), else how the connection
+    /// ended.
+    pub fn explain<T>(self, ctl: &mut dyn Control, result: Result<T>) -> Result<T> {
+        let ended = self.finish();
+        match (result, ended) {
+            (Err(Error::Interrupted), Some(how)) => Err(last_word(ctl).unwrap_or_else(|| {
+                Error::Peer {
+                    peer: ctl.peer(),
+                    what: match how {
+                        Hangup::Closed => "closed the connection in the middle of a point".into(),
+                        Hangup::Failed(std::io::ErrorKind::TimedOut, _) => {
+                            "stopped answering in the middle of a point (the connection timed out after --timeout): its host, or the network to it, is down".into()
+                        }
+                        Hangup::Failed(_, e) => format!("the connection failed in the middle of a point: {e}"),
+                    },
+                }
+            })),
+            (r, _) => r,
+        }
+    }
+
+    fn finish(mut self) -> Option<Hangup> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.ended.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+impl Drop for PeerWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A `Failed` or `Refuse` the peer sent before it went, as its error.
+fn last_word(ctl: &mut dyn Control) -> Option<Error> {
+    while let Ok(Some(msg)) = ctl.poll() {
+        if let Some(e) = super::protocol::peer_error(ctl, &msg) {
+            return Some(e);
+        }
+    }
+    None
+}
