@@ -25,6 +25,9 @@ pub struct PeerInfo {
     /// That port's active MTU in bytes (0: not said).
     #[serde(default)]
     pub active_mtu: u32,
+    /// The GID the run's QPs use on that port ("" where not said).
+    #[serde(default)]
+    pub gid: String,
 }
 
 impl PeerInfo {

@@ -125,6 +125,10 @@ pub struct PeerDoc {
     pub host: Option<String>,
     #[serde(default)]
     pub device: Option<String>,
+    /// The GID of the peer's port (RoCE: its IP address, IPv4-mapped), as
+    /// its handshake said; absent in files before it and under MPI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gid: Option<String>,
 }
 
 impl PeerDoc {
@@ -135,6 +139,9 @@ impl PeerDoc {
         }
         if self.device.is_none() && !peer.device.is_empty() {
             self.device = Some(peer.device.clone());
+        }
+        if self.gid.is_none() && !peer.gid.is_empty() {
+            self.gid = Some(peer.gid.clone());
         }
     }
 }

@@ -151,6 +151,7 @@ impl Port {
             device: self.ctx.name().to_string(),
             port: self.config.port,
             active_mtu,
+            gid: self.gid.to_string(),
         }
     }
 

@@ -56,11 +56,13 @@ pub enum Message {
         /// opened (the client connects to it at the control peer's address).
         #[serde(default)]
         cm_port: Option<u16>,
-        /// The server's device port and its active MTU.
+        /// The server's device port, its active MTU and the GID its QPs use.
         #[serde(default)]
         port: u8,
         #[serde(default)]
         active_mtu: u32,
+        #[serde(default)]
+        gid: String,
     },
     /// Either side: cannot run this; `reason` says which parameter and why,
     /// and `usage` whether it is the user's input to fix (the other side

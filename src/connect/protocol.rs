@@ -164,6 +164,7 @@ pub fn hello(
             cm_port,
             port,
             active_mtu,
+            gid,
         } => Some((
             *version,
             Accepted {
@@ -174,6 +175,7 @@ pub fn hello(
                     device: std::mem::take(device),
                     port: *port,
                     active_mtu: *active_mtu,
+                    gid: std::mem::take(gid),
                 },
             },
         )),
@@ -201,6 +203,7 @@ pub fn accept(
         cm_port,
         port: me.port,
         active_mtu: me.active_mtu,
+        gid: me.gid.clone(),
     })
 }
 

@@ -249,6 +249,7 @@ mod tests {
                 device: "rxe0".into(),
                 port: 1,
                 active_mtu: 1024,
+                gid: "::ffff:10.98.0.1".into(),
             },
         }
     }

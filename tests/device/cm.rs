@@ -287,6 +287,7 @@ fn a_server_without_its_rdma_cm_listener_fails_the_client_in_bounded_time() {
             cm_port: Some(18646),
             port: 1,
             active_mtu: 1024,
+            gid: String::new(),
         })
         .unwrap();
         // Stay until the client gives up.
