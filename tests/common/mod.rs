@@ -50,8 +50,11 @@ pub fn read_json(path: &Path) -> serde_json::Value {
             Some(dir) if !dir.is_empty() => {
                 static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
                 let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // Guests number their processes alike: the host's name too.
+                let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
                 let name = format!(
-                    "{}-{n}-{}",
+                    "{}-{}-{n}-{}",
+                    host.trim(),
                     std::process::id(),
                     path.file_name().unwrap_or_default().to_string_lossy()
                 );
@@ -175,4 +178,133 @@ pub fn mkfifo(path: &Path) {
         .status()
         .expect("mkfifo runs");
     assert!(st.success(), "mkfifo {}", path.display());
+}
+
+/// A run of the binary watched while it goes: its stdout line by line (to
+/// wait for a line rather than sleep), its results file, and its end.
+pub struct Live {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+    pub json: PathBuf,
+}
+
+impl Live {
+    /// Starts `rdma-bench ARGS --json <scratch file>`.
+    pub fn start(name: &str, args: &[&str]) -> Live {
+        use std::io::BufRead;
+        use std::process::Stdio;
+        let json = scratch(name).join("r.json");
+        let mut child = Command::new(bin())
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rdma-bench runs");
+        let (tx, lines) = std::sync::mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+        let mut err = child.stderr.take().unwrap();
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut s);
+            s
+        });
+        Live {
+            child,
+            lines,
+            stderr,
+            json,
+        }
+    }
+
+    /// The process id (to signal it).
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits (at most `secs`) for a stdout line with `needle`.
+    pub fn await_line(&self, needle: &str, secs: u64) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return l,
+                Ok(_) => {}
+                Err(_) => panic!("no line with '{needle}' within {secs} s"),
+            }
+        }
+    }
+
+    /// Waits (at most `secs`) until the results file holds `n` records
+    /// (it is written whole, by a rename, after every point).
+    pub fn await_records(&self, n: usize, secs: u64) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while self.records() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{n} records not written within {secs} s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    fn records(&self) -> usize {
+        std::fs::read(&self.json)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v.get("results")?.as_array().map(Vec::len))
+            .unwrap_or(0)
+    }
+
+    /// Waits for the end (at most `secs`, else kills it and fails): its
+    /// status, its stderr, and when it ended.
+    pub fn end(mut self, secs: u64) -> (std::process::ExitStatus, String, std::time::Instant) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("still running after {secs} s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let ended = std::time::Instant::now();
+        (status, self.stderr.join().unwrap(), ended)
+    }
+}
+
+/// Waits (at most `secs`) until this host listens on TCP `port`, read from
+/// /proc/net/tcp: a probe connection would be taken for the client by a
+/// server that serves one (perftest).
+pub fn await_tcp_listener(port: u16, secs: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let hex = format!(":{port:04X}");
+    let listening = || {
+        ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .any(|l| {
+                    let w: Vec<&str> = l.split_whitespace().collect();
+                    w.len() > 3 && w[1].ends_with(&hex) && w[3] == "0A"
+                })
+        })
+    };
+    while !listening() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listened on TCP port {port} within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

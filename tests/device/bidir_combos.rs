@@ -10,7 +10,9 @@ use std::process::Command;
 
 use rdma_bench::results::{ResultsDoc, TputRecord};
 
-use super::bidir_srq::{check_directions, check_packets, counted_run, port_counter};
+use super::bidir_srq::{
+    check_directions, check_packets, counted_run, port_counter, retry_counters, Packets,
+};
 use super::common::{bin, read_json, scratch, text};
 use super::{device, ipv4, start_server};
 
@@ -154,18 +156,18 @@ fn bidirectional_with_the_extended_post_api() {
 /// Runs rdma-bench with the target-slots test hook on; returns the only
 /// throughput record, the hook's lines (one per side's target: per QP,
 /// slots written, and slots in the region) and the growth of sent_pkts.
-fn hooked_run(name: &str, args: &[&str]) -> (TputRecord, Vec<(Vec<usize>, usize)>, u64) {
+fn hooked_run(name: &str, args: &[&str]) -> (TputRecord, Vec<(Vec<usize>, usize)>, Packets) {
     let json = scratch(name).join("r.json");
     let dev = device();
     let mut all: Vec<&str> = args.to_vec();
     all.extend_from_slice(&["-d", &dev, "--quiet", "--json", json.to_str().unwrap()]);
-    let p0 = port_counter("sent_pkts");
+    let (p0, e0) = (port_counter("sent_pkts"), retry_counters());
     let out = Command::new(bin())
         .args(&all)
         .env("RDMA_BENCH_TEST_SLOTS", "1")
         .output()
         .expect("rdma-bench runs");
-    let pkts = port_counter("sent_pkts") - p0;
+    let (p1, e1) = (port_counter("sent_pkts"), retry_counters());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{args:?}: {stderr}{stdout}");
     let doc: ResultsDoc = serde_json::from_value(read_json(&json)).expect("results parse");
@@ -184,9 +186,11 @@ fn hooked_run(name: &str, args: &[&str]) -> (TputRecord, Vec<(Vec<usize>, usize)
         })
         .collect();
     eprintln!(
-        "MEASURED: {name}: sent {}, sent_pkts +{pkts}, {stderr}",
-        r.sent
+        "MEASURED: {name}: sent {}, sent_pkts +{}, {stderr}",
+        r.sent,
+        p1 - p0
     );
+    let pkts = Packets::grown(p1 - p0, &e0, &e1, r.window);
     (r, lines, pkts)
 }
 
@@ -315,5 +319,5 @@ fn echo_server_on_an_srq_with_the_extended_post_api() {
     // packet each, no ACKs.
     assert_eq!(recvs, 2 * r.sent, "{r:?}");
     assert_eq!(sends, 2 * r.sent, "{r:?}");
-    assert_eq!(pkts, 2 * r.sent, "{r:?}");
+    assert_eq!(pkts.sent, 2 * r.sent, "{r:?}");
 }

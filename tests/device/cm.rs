@@ -11,8 +11,8 @@ use rdma_bench::verbs::{Endpoint, Gid, Transport};
 
 use super::common::{run, text};
 use super::{
-    assert_messages, assert_packets, assert_window_outlasts_counter_cache, counter, device, ipv4,
-    latency, start_server, start_server_with,
+    assert_messages, assert_packets, counter, device, ipv4, latency, start_server,
+    start_server_with,
 };
 
 #[test]
@@ -29,7 +29,6 @@ fn cm_latency_and_throughput_in_loopback() {
     assert_eq!((r.connection.as_str(), r.iters), ("cm", 2000), "{r:?}");
     assert!(csv.lines().next().unwrap().contains("connection"), "{csv}");
     assert!(csv.lines().nth(1).unwrap().contains(",cm,"), "{csv}");
-    assert_window_outlasts_counter_cache("cm write latency", r.elapsed_s);
     assert_packets("cm write latency", r.device_counters.as_ref(), r.iters, 4);
 
     // -R (perftest's spelling) with a path MTU and a traffic class: the
@@ -45,7 +44,6 @@ fn cm_latency_and_throughput_in_loopback() {
     let r = doc.latency().next().unwrap();
     assert_eq!(r.connection, "cm");
     assert_eq!((r.path.mtu, r.path.tclass), (Some(512), Some(32)));
-    assert_window_outlasts_counter_cache("cm --mtu 512", r.elapsed_s);
     let sent = counter(r.device_counters.as_ref(), "sent_pkts", "cm --mtu 512");
     let per = sent as f64 / r.iters as f64;
     eprintln!("MEASURED: cm write 2048 B --mtu 512: {per:.2} packets per iteration");
@@ -69,7 +67,6 @@ fn cm_latency_and_throughput_in_loopback() {
         "{r:?}"
     );
     assert!(r.per_qp_ops.iter().all(|&n| n == 100), "{what}: {r:?}");
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);
 
     // SENDs: the receiver's count and the device's agree with the sender's.
@@ -83,7 +80,6 @@ fn cm_latency_and_throughput_in_loopback() {
     let what = "cm send inbound";
     assert_eq!((r.connection.as_str(), r.ops), ("cm", 2000), "{r:?}");
     assert_eq!(r.received, Some(r.sent), "{what}: {r:?}");
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);
     assert_messages(what, r.device_counters.as_ref(), "rdma_recvs", r.sent);
 }
@@ -112,7 +108,6 @@ fn cm_through_serve_alongside_gid_clients() {
     let r = doc.latency().next().unwrap();
     assert_eq!((r.connection.as_str(), r.iters), ("cm", 1000), "{r:?}");
     assert_eq!(r.server_received, Some(r.sent), "{r:?}");
-    assert_window_outlasts_counter_cache("cm send via serve", r.elapsed_s);
     // Client and server share rxe0: both sides' packets count on it.
     assert_packets("cm send via serve", r.device_counters.as_ref(), r.iters, 4);
     // The same server takes a GID-connected client without a flag.
@@ -142,7 +137,6 @@ fn cm_through_serve_alongside_gid_clients() {
     );
     let r = doc.throughput().next().unwrap();
     assert_eq!((r.connection.as_str(), r.ops), ("cm", 3200), "{r:?}");
-    assert_window_outlasts_counter_cache("cm read via serve", r.elapsed_s);
     assert_packets("cm read via serve", r.device_counters.as_ref(), r.ops, 2);
     let (doc, _) = latency(
         "cmsrv3",
@@ -228,14 +222,27 @@ fn cm_port_is_the_listener_a_session_announces_and_holds() {
         ],
     );
     assert_eq!(doc.latency().next().unwrap().connection, "cm");
-    // A session of our own: the Accept announces the fixed port...
-    let stream = std::net::TcpStream::connect((ipv4().as_str(), port)).unwrap();
-    let mut ctl = TcpChannel::new(stream, Duration::from_secs(30)).unwrap();
-    ctl.send(&cm_hello()).unwrap();
-    match ctl.recv(Duration::from_secs(30)).unwrap() {
-        Message::Accept { cm_port: p, .. } => assert_eq!(p, Some(cm_port)),
-        other => panic!("expected accept, got {other:?}"),
-    }
+    // A session of our own: the Accept announces the fixed port... (The
+    // last client's session may not have let its listener go yet: while it
+    // holds the port, a new session is refused, so try again for a while.)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ctl = loop {
+        let stream = std::net::TcpStream::connect((ipv4().as_str(), port)).unwrap();
+        let mut ctl = TcpChannel::new(stream, Duration::from_secs(30)).unwrap();
+        ctl.send(&cm_hello()).unwrap();
+        match ctl.recv(Duration::from_secs(30)).unwrap() {
+            Message::Accept { cm_port: p, .. } => {
+                assert_eq!(p, Some(cm_port));
+                break ctl;
+            }
+            Message::Refuse { reason, .. }
+                if reason.contains("cannot listen") && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => panic!("expected accept, got {other:?}"),
+        }
+    };
     // ...and holds it: a second --cm client while it is open is refused,
     // naming the option, instead of dialling someone else's listener.
     let out = run(&[

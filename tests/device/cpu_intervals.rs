@@ -33,8 +33,10 @@ fn assert_busy(c: &CpuUtil, what: &str) {
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn every_record_has_plausible_cpu_util() {
-    // Loopback: both sides are this process, so no peer figures.
-    let (doc, csv) = latency("cpu_lat", &["write", "-s", "2,64", "-n", "2000"]);
+    // Loopback: both sides are this process, so no peer figures. A timed
+    // window (CPU times are sampled at scheduler ticks: a window of a few
+    // ms, as 2000 ping-pongs take on a fast machine, would read noise).
+    let (doc, csv) = latency("cpu_lat", &["write", "-s", "2,64", "-D", "0.5"]);
     assert_eq!(doc.results.len(), 2);
     for r in doc.latency() {
         let c = r.cpu_util.as_ref().expect("latency record has cpu_util");
@@ -72,7 +74,7 @@ fn every_record_has_plausible_cpu_util() {
         );
         // The window the CPU was read over is the measured one.
         assert!(
-            (c.window_s - r.elapsed_s).abs() < 0.05,
+            (c.window_s - r.elapsed_s).abs() < 0.05 * r.elapsed_s,
             "cpu window {} vs measured {}",
             c.window_s,
             r.elapsed_s
@@ -194,7 +196,8 @@ fn interval_0_2_over_a_1_s_point_sums_to_the_point() {
 /// record with `whole` intervals (the file is rewritten as they end), waits
 /// `then` more (into the next interval), sends `signal`, and returns the exit
 /// status, the final document and how long the process took to exit after
-/// the signal.
+/// the signal, plus that time's bound on this machine: 2 s more than it took
+/// to start and run up to the signal (a slow machine is slow at both).
 fn forever(
     name: &str,
     args: &[&str],
@@ -202,6 +205,21 @@ fn forever(
     then: Duration,
     signal: &str,
 ) -> (std::process::ExitStatus, ResultsDoc, Duration) {
+    let (status, doc, took, bound) = forever_bounded(name, args, whole, then, signal);
+    assert!(
+        took < bound,
+        "{name}: exited {took:?} after the signal (bound {bound:?})"
+    );
+    (status, doc, took)
+}
+
+fn forever_bounded(
+    name: &str,
+    args: &[&str],
+    whole: usize,
+    then: Duration,
+    signal: &str,
+) -> (std::process::ExitStatus, ResultsDoc, Duration, Duration) {
     let dir = scratch(name);
     let json = dir.join("r.json");
     let mut all: Vec<&str> = args.to_vec();
@@ -245,14 +263,17 @@ fn forever(
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(then);
-    let signalled = Instant::now();
     kill(&child, signal);
+    // From the signal's delivery (the kill process has exited), not from
+    // spawning it, which the benchmark's spinning threads can delay.
+    let signalled = Instant::now();
+    let bound = signalled.duration_since(start) + Duration::from_secs(2);
     let out = child.wait_with_output().unwrap();
     let took = signalled.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let doc: ResultsDoc = serde_json::from_value(read_json(&json)).expect("parseable file");
-    (out.status, doc, took)
+    (out.status, doc, took, bound)
 }
 
 /// A stopped --forever point keeps only whole intervals, each about
@@ -295,16 +316,15 @@ fn assert_stopped_promptly(
         "{what}: the signal came mid-interval: {to_stop:?}"
     );
     // The loop ended well before the boundary that would have closed the
-    // interval in progress, and the process soon after. (`took` counts from
-    // spawning `kill` in this test process, which the benchmark's spinning
-    // threads starve on the guest's two vCPUs: it overstates the stop.)
+    // interval in progress, and the process (files written) before that
+    // boundary too: a stop ends the point at once.
     assert!(
         left > 0.5,
         "{what}: the loop ran on towards the next boundary: {to_stop:?}"
     );
     assert!(
-        took < Duration::from_secs(2),
-        "{what}: a stop ends the point at once, not at the next boundary ({took:?})"
+        took.as_secs_f64() < left,
+        "{what}: a stop ends the point at once, not at the next boundary: exited {took:?} after the signal, {left:.3} s before the boundary"
     );
 }
 
@@ -365,7 +385,7 @@ fn forever_stopped_by_a_signal_exits_0_with_its_whole_intervals() {
     // What the edges read covers the window up to the stop, as recorded.
     let c = r.cpu_util.as_ref().expect("cpu_util");
     assert!(
-        (c.window_s - stop.window_s).abs() < 0.2,
+        (c.window_s - stop.window_s).abs() < 0.05 * stop.window_s,
         "{c:?} vs {stop:?}"
     );
     let per_mop = c.local_cpu_s_per_mop.unwrap();
@@ -480,7 +500,6 @@ fn bidirectional_intervals_and_forever_sum_both_directions() {
         stop.ops,
         took.as_secs_f64()
     );
-    assert!(took < Duration::from_secs(2), "{took:?}");
 
     // Through serve, which never sees the signal: the client's Stop ends
     // the server's issuers (a passive WRITE target polls for it while its
@@ -511,6 +530,5 @@ fn bidirectional_intervals_and_forever_sum_both_directions() {
             dirs.iter().map(|d| d.received).collect::<Vec<_>>(),
             took.as_secs_f64()
         );
-        assert!(took < Duration::from_secs(2), "{verb}: {took:?}");
     }
 }

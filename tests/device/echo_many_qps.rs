@@ -12,7 +12,7 @@
 //! rxe0's message counters (rdma_sends, rdma_recvs) over an --iters run.
 
 use super::common::{run, text};
-use super::{assert_messages, assert_window_outlasts_counter_cache, device, latency};
+use super::{assert_messages, device, latency};
 
 /// 1024 QPs x 31 requests in flight + 64 receives of slack at the server:
 /// 31808 receives, the most under rxe0's 32767-entry CQs.
@@ -57,7 +57,6 @@ fn echo_send_send_over_1024_qps_counts_what_the_device_counts() {
         "{what}: the server saw each request"
     );
     assert_eq!(r.responses, Some(want), "{what}: each got its response");
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     // In loopback both sides count on rxe0: a request and a response per round trip.
     let dc = r.device_counters.as_ref();
     assert_messages(what, dc, "rdma_sends", 2 * want);

@@ -15,7 +15,9 @@ use super::{ipv4, start_server};
 /// An echo SEND/SEND --iters run with --events: every round trip counted,
 /// the server saw each request, and the device counted two UD SENDs (one
 /// packet, one receive each) per round trip.
-fn check_echo(what: &str, r: &TputRecord, pkts: u64, recvs: u64, ops: u64) {
+fn check_echo(what: &str, r: &TputRecord, pkts: super::bidir_srq::Packets, recvs: u64, ops: u64) {
+    // UD requests and responses: nothing is ever resent.
+    let pkts = pkts.sent;
     assert_eq!(r.req.as_deref(), Some("send"), "{what}");
     assert_eq!(r.ops, ops, "{what}: every round trip: {r:?}");
     assert_eq!(r.received, Some(r.ops), "{what}: the server's count");
@@ -65,9 +67,12 @@ fn events_in_echo_throughput_loopback_and_through_serve() {
     args.extend_from_slice(&["-n", "300", "-t", "1"]);
     let (r, pkts, recvs) = counted_run("evecho1", &args);
     check_echo("echo send/send -t 1 -e", &r, pkts, recvs, 300);
+    // Each response is found on a poll or slept for: which one is a race
+    // between client and server whose odds depend on the machine's speed;
+    // that the client sleeps for some does not.
     assert!(
-        r.event_wakeups.unwrap() >= r.ops / 2,
-        "echo -t 1 -e: one request in flight sleeps for most responses: {r:?}"
+        r.event_wakeups.unwrap() >= 1,
+        "echo -t 1 -e: one request in flight, and never slept for a response: {r:?}"
     );
 
     // Through serve: the server process sleeps on its channel too (its

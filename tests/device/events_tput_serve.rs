@@ -9,10 +9,7 @@
 use rdma_bench::results::TputRecord;
 use rdma_bench::spec::PostApi;
 
-use super::{
-    assert_messages, assert_packets, assert_window_outlasts_counter_cache, ipv4, latency,
-    start_server,
-};
+use super::{assert_messages, assert_packets, ipv4, latency, start_server};
 
 /// Events taken over the window: some (the issuer went through the channel)
 /// and no more than the completions polled (each event needs a completion
@@ -79,7 +76,6 @@ fn events_throughput_issuers_take_channel_events_and_the_device_counts_every_op(
             // One WR in flight: at most one event per WR.
             assert!(woke <= r.ops, "{what}: {woke} events for {} WRs", r.ops);
         }
-        assert_window_outlasts_counter_cache(&what, r.elapsed_s);
         assert_packets(&what, r.device_counters.as_ref(), r.ops, *per_op);
         if r.verb == "send" {
             assert_eq!(r.received, Some(r.sent), "{what}: {r:?}");
@@ -155,7 +151,6 @@ fn events_and_post_api_ex_through_serve() {
         woke >= r.iters / 2 && woke <= 3 * r.iters,
         "{what}: {woke} wake-ups"
     );
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     // Both processes use rxe0: a SEND and its ACK each way per iteration.
     assert_packets(what, r.device_counters.as_ref(), r.iters, 4);
 
@@ -171,7 +166,6 @@ fn events_and_post_api_ex_through_serve() {
         "{what}: {r:?}"
     );
     assert!(csv.lines().nth(1).unwrap().contains(",ex,"), "{csv}");
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.iters, 4);
 
     // Throughput: the client's ex QPs issue inbound; outbound the server's
@@ -198,7 +192,6 @@ fn events_and_post_api_ex_through_serve() {
         (PostApi::Ex, 2000),
         "{what}: {r:?}"
     );
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);
 
     let mut args = vec![
@@ -222,7 +215,6 @@ fn events_and_post_api_ex_through_serve() {
         "{what}: {r:?}"
     );
     assert_eq!(r.received, Some(r.sent), "{what}: {r:?}");
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);
     assert_messages(what, r.device_counters.as_ref(), "rdma_sends", r.sent);
 
@@ -239,6 +231,5 @@ fn events_and_post_api_ex_through_serve() {
         "{what}: {r:?}"
     );
     assert_woken(what, r);
-    assert_window_outlasts_counter_cache(what, r.elapsed_s);
     assert_packets(what, r.device_counters.as_ref(), r.ops, 2);
 }

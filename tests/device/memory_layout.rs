@@ -224,7 +224,7 @@ fn offsets_spread_writes_over_the_region_as_asked() {
     let hook = [("RDMA_BENCH_TEST_SLOTS", "1")];
     // 64 KiB region, 64 B payloads: 1024 slots per QP.
     for dir in ["outbound", "inbound"] {
-        for (offsets, least) in [("fixed", 1), ("sequential", 512), ("random", 512)] {
+        for offsets in ["fixed", "sequential", "random"] {
             let (recs, stderr, _) = run_sampling(
                 &format!("off-{dir}-{offsets}"),
                 &[
@@ -255,12 +255,23 @@ fn offsets_spread_writes_over_the_region_as_asked() {
             for (q, &n) in counts.iter().enumerate() {
                 // Each QP's WRs reached at most as many slots as it posted.
                 let posted = r.per_qp_ops[q] as usize;
+                // The WRs of the window (the hook also saw the warm-up's, so
+                // these are lower bounds): sequential ones cover a slot each
+                // until they wrap; P random draws of 1024 slots cover
+                // 1024 (1 - e^(-P/1024)) on average, and 80 % of that is
+                // far below what one run draws at any P (how many a timed
+                // window posts depends on the machine's speed).
+                let least = match offsets {
+                    "fixed" => 1,
+                    "sequential" => posted.min(1024) * 9 / 10,
+                    _ => (0.8 * 1024.0 * (1.0 - (-(posted as f64) / 1024.0).exp())) as usize,
+                };
                 if offsets == "fixed" {
                     assert_eq!(n, 1, "{dir} fixed: only slot 0 is written: {stderr}");
                 } else {
                     assert!(
-                        n >= least.min(posted),
-                        "{dir} {offsets}: QP {q} wrote {n} of 1024 slots after {posted} WRs"
+                        n >= least,
+                        "{dir} {offsets}: QP {q} wrote {n} of 1024 slots after {posted} WRs (at least {least})"
                     );
                 }
             }
