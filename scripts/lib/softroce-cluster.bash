@@ -12,6 +12,7 @@
 #     ready/hN          guest N is up (device ACTIVE, agent running)
 #     jobs/hN/          commands other hosts asked hN to run (`on`)
 #     requests/         faults asked of this machine: unplug-, plug-, power-off-
+#     wire-stats        the wire's frame counts per host (scripts/softroce-wire)
 #     stop              the cluster is ending: peers-only hosts exit
 
 readonly CLUSTER_SUBNET=10.98.0 CLUSTER_PREFIX=24
@@ -65,7 +66,7 @@ From inside a cluster's host:
         $SOFTROCE_CLUSTER_DIR/jobs/HOST/NAME.out and .err)
   scripts/softroce on HOST --wait NAME [--timeout SECS]
   scripts/softroce on HOST --kill NAME [--signal SIG] [--timeout SECS]
-        waits for job NAME (after signalling its process group) and exits with its status
+        waits for job NAME (after signalling it) and exits with its status
   scripts/softroce wire unplug|plug HOST
         cuts HOST's cable on the wire (every frame from or to it dropped) or mends it
   scripts/softroce power-off HOST
@@ -102,6 +103,16 @@ await_file() {
 	done
 }
 
+# Waits until file $1 has its line (one write, so it is whole once it is
+# not empty), for at most $2 seconds; 1 on timeout.
+await_whole() {
+	local f=$1 deadline=$((SECONDS + $2))
+	until [[ -s $f ]]; do
+		[[ $SECONDS -lt $deadline ]] || return 1
+		nap 0.02
+	done
+}
+
 # Prints job $1's output (in directory $2) and returns its status.
 job_result() {
 	local id=$1 dir=$2 rc
@@ -130,19 +141,19 @@ cluster_on() {
 		esac
 	done
 	[[ $timeout =~ ^[1-9][0-9]*$ ]] || usage_error "--timeout wants a positive number of seconds"
+	[[ $signal =~ ^[A-Z0-9]+$ ]] || usage_error "--signal wants a signal name such as TERM or KILL"
 	local name
 	for name in "$bg" "$wait_name" "$kill_name"; do
-		[[ $name =~ ^[A-Za-z0-9_.-]*$ ]] || usage_error "job names are letters, digits, '.', '_' and '-' ('$name')"
+		[[ $name =~ ^[A-Za-z0-9_-]*$ ]] || usage_error "job names are letters, digits, '_' and '-' ('$name')"
 	done
 	local dir=$SOFTROCE_CLUSTER_DIR/jobs/$host
 	if [[ -n $wait_name || -n $kill_name ]]; then
 		local id=${wait_name:-$kill_name}
-		[[ -e $dir/$id.pid ]] || die "on $host: no job named $id" 1
-		if [[ -n $kill_name && ! -e $dir/$id.rc ]]; then
-			# The signal is itself a job: only $host can reach the process group.
-			submit_job "$host" "$id.kill.$$" "kill -$signal -- -\$(<$(printf %q "$dir/$id.pid")) 2>/dev/null || true"
+		[[ -e $dir/$id.job ]] || die "on $host: no job named $id" 1
+		if [[ -n $kill_name && ! -s $dir/$id.rc ]]; then
+			write_whole "$dir/$id.kill" "$signal"
 		fi
-		await_file "$dir/$id.rc" "$timeout" || die "on $host: job $id still running after ${timeout}s" 124
+		await_whole "$dir/$id.rc" "$timeout" || die "on $host: job $id still running after ${timeout}s" 124
 		job_result "$id" "$dir"
 		return
 	fi
@@ -150,53 +161,82 @@ cluster_on() {
 	local script
 	script=$(printf 'cd -- %q || exit 125\nexec' "$PWD"; printf ' %q' "$@")
 	if [[ -n $bg ]]; then
-		[[ ! -e $dir/$bg.job && ! -e $dir/$bg.pid ]] || usage_error "on $host: job $bg exists already"
+		[[ ! -e $dir/$bg.job ]] || usage_error "on $host: job $bg exists already"
 		submit_job "$host" "$bg" "$script"
-		await_file "$dir/$bg.pid" 30 || die "on $host: its agent did not take job $bg within 30 s" 125
+		await_whole "$dir/$bg.pid" 30 || die "on $host: its agent did not take job $bg within 30 s" 125
 		return 0
 	fi
-	local id="fg.$$.$RANDOM$RANDOM"
+	local id="fg-$$-$RANDOM$RANDOM"
 	submit_job "$host" "$id" "$script"
-	if ! await_file "$dir/$id.rc" "$timeout"; then
-		submit_job "$host" "$id.kill" "kill -KILL -- -\$(<$(printf %q "$dir/$id.pid")) 2>/dev/null || true"
+	if ! await_whole "$dir/$id.rc" "$timeout"; then
+		write_whole "$dir/$id.kill" KILL
 		die "on $host: timed out after ${timeout}s: $*" 124
 	fi
 	job_result "$id" "$dir"
+}
+
+# Writes $2 (and a newline) to file $1 so that it appears whole.
+write_whole() {
+	printf '%s\n' "$2" >"$1.tmp"
+	mv -f "$1.tmp" "$1"
 }
 
 # Hands job $2 (a bash script, $3) to host $1's agent.
 submit_job() {
 	local dir=$SOFTROCE_CLUSTER_DIR/jobs/$1
 	mkdir -p "$dir"
-	printf '%s\n' "$3" >"$dir/$2.tmp"
-	mv -f "$dir/$2.tmp" "$dir/$2.job"
+	write_whole "$dir/$2.job" "$3"
 }
 
-# Runs, on this host, the jobs other hosts hand it, each in a session (so a
-# process group) of its own, until the cluster stops.
+# Runs, on this host, the jobs other hosts hand it, until the cluster stops.
+# The protocol, in $SOFTROCE_CLUSTER_DIR/jobs/HOST/ (files appear whole: each
+# is written in one write, or under another name and renamed):
+#   NAME.job   bash, sourced in a subshell of its own (its last line execs
+#              the command, so that subshell's pid is the command's)
+#   NAME.pid   that pid, once started
+#   NAME.out, NAME.err   its stdout and stderr
+#   NAME.rc    its exit status, written once it ended
+#   NAME.kill  a signal name, sent to that pid
+# Every fork costs a TCG guest tens of milliseconds, so a job costs two
+# forks and its command's exec, and nothing here forks per poll.
 cluster_agent() {
 	in_cluster agent
-	local dir=$SOFTROCE_CLUSTER_DIR/jobs/$SOFTROCE_HOST f id
+	local dir=$SOFTROCE_CLUSTER_DIR/jobs/$SOFTROCE_HOST f id pid sig
+	local -A seen=()
 	mkdir -p "$dir"
 	until [[ -e $SOFTROCE_CLUSTER_DIR/stop ]]; do
-		for f in "$dir"/*.job; do
-			[[ -e $f ]] || continue
-			id=${f%.job}
-			mv -f "$f" "$id.run" || continue
-			# The job leads a session (so a process group) of its own, which
-			# --kill signals; this subshell outlives it to write its status.
-			(
-				setsid bash "$id.run" >"$id.out" 2>"$id.err" </dev/null &
-				echo $! >"$id.pid.tmp"
-				mv -f "$id.pid.tmp" "$id.pid"
-				rc=0
-				wait $! || rc=$?
-				echo "$rc" >"$id.rc.tmp"
-				mv -f "$id.rc.tmp" "$id.rc"
-			) &
+		for f in "$dir"/*.job "$dir"/*.kill; do
+			[[ -e $f && -z ${seen[$f]:-} ]] || continue
+			seen[$f]=1
+			id=${f%.*}
+			case $f in
+			*.job) agent_start "$id" ;;
+			*.kill)
+				read -r sig <"$f" || sig=TERM
+				pid=""
+				[[ ! -s $id.pid ]] || read -r pid <"$id.pid"
+				[[ -z $pid ]] || kill -"$sig" "$pid" 2>/dev/null || true
+				;;
+			esac
 		done
 		nap 0.05
 	done
+}
+
+# Starts job $1 (its path without .job): an outer subshell that outlives
+# the job to write its status, and an inner one that sources the job (and
+# so becomes its command). (Not a process group of its own: bash's monitor
+# mode in a subshell sometimes never returned from `wait` in a 1-vCPU guest.)
+agent_start() {
+	local id=$1
+	(
+		(. "$id.job") >"$id.out" 2>"$id.err" </dev/null &
+		printf '%s\n' "$!" >"$id.pid"
+		# (set -e holds in here: a failed job must not end this subshell.)
+		rc=0
+		wait "$!" || rc=$?
+		printf '%s\n' "$rc" >"$id.rc"
+	) &
 }
 
 # Asks this machine for a fault ($1: unplug, plug, power-off) on host $2 and
@@ -205,10 +245,15 @@ cluster_request() {
 	in_cluster "$1"
 	local what=$1 host=$2 f
 	known_host "$host"
-	mkdir -p "$SOFTROCE_CLUSTER_DIR/requests"
-	f=$SOFTROCE_CLUSTER_DIR/requests/$what-$host.$$.$RANDOM
-	: >"$f"
-	await_file "$f.done" 30 || die "$what $host: not done within 30 s (is the wire running?)" 125
+	local dir=$SOFTROCE_CLUSTER_DIR/requests
+	mkdir -p "$dir"
+	f=$what-$host.$$.$RANDOM
+	# Made under a name no one acts on, then renamed: the request appears
+	# whole, or the wire could act on it (and rename it) while 9p still
+	# creates it here.
+	: >"$dir/.$f"
+	mv -f "$dir/.$f" "$dir/$f"
+	await_file "$dir/$f.done" 30 || die "$what $host: not done within 30 s (is the wire running?)" 125
 }
 
 # ---------------------------------------------------------------------------
@@ -392,7 +437,8 @@ cluster_main() {
 	trap 'exit 143' TERM HUP
 	c_run_dir=$(mktemp -d "${TMPDIR:-/tmp}/softroce-cluster.XXXXXX")
 	mkdir -p "$c_run_dir/shared/ready" "$c_run_dir/shared/jobs" "$c_run_dir/shared/requests"
-	python3 "$SCRIPT_DIR/softroce-wire" "$c_run_dir/hub.sock" "$c_run_dir/shared/requests" &
+	python3 "$SCRIPT_DIR/softroce-wire" "$c_run_dir/hub.sock" "$c_run_dir/shared/requests" \
+		"$c_run_dir/shared/wire-stats" &
 	c_wire_pid=$!
 	await_file "$c_run_dir/hub.sock" 10 || die "the wire (scripts/softroce-wire) did not start"
 	local i hosts_list=""
