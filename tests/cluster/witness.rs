@@ -78,8 +78,8 @@ fn gid_tail(ipv4: &str) -> String {
 fn await_listening(b: &Peer, port: u16) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let hex = format!(":{port:04X} ");
-    while !b
-        .sh("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null")
+    while !super::common::text(&b.run(&["cat", "/proc/net/tcp", "/proc/net/tcp6"]))
+        .0
         .lines()
         .any(|l| l.contains(&hex) && l.split_whitespace().nth(3) == Some("0A"))
     {
@@ -100,27 +100,44 @@ fn perftest_runs_between_the_two_guests() {
         ("ib_write_bw", &["-s", "4096", "-D", "1"][..], "BW average"),
         ("ib_send_lat", &["-s", "64", "-n", "200"][..], "t_typical"),
     ] {
-        let job = format!("{tool}-{}", std::process::id());
         let port = "18640";
         let mut server = vec![tool, "-d", "rxe0", "-x", "1", "-p", port];
         server.extend_from_slice(args);
-        b.spawn(&job, &server);
-        await_listening(&b, 18640);
-        let before = b.counters();
         let mut client = server.clone();
         client.push(&b.addr);
-        let out = std::process::Command::new(client[0])
-            .args(&client[1..])
-            .output()
-            .expect("perftest runs");
-        let waited = b.wait(&job, 60);
-        let (stdout, stderr) = super::common::text(&out);
-        assert!(out.status.success(), "{tool} client: {stderr}{stdout}");
-        assert!(
-            waited.status.success(),
-            "{tool} server: {:?}",
-            super::common::text(&waited)
-        );
+        // perftest's bandwidth tests time themselves by the CPU's MHz, which
+        // they measure against gettimeofday first; on a noisy TCG guest that
+        // fit sometimes fails ("Correlation coefficient r^2: ... < 0.9 /
+        // Can't produce a report") after a complete run: try again then.
+        let mut tries = Vec::new();
+        let (out, before) = loop {
+            let job = format!("{tool}-{}-{}", std::process::id(), tries.len());
+            b.spawn(&job, &server);
+            await_listening(&b, 18640);
+            let before = b.counters();
+            let out = std::process::Command::new(client[0])
+                .args(&client[1..])
+                .output()
+                .expect("perftest runs");
+            let waited = b.wait(&job, 60);
+            let (stdout, stderr) = super::common::text(&out);
+            let unfit = format!("{stdout}{stderr}").contains("Can't produce a report");
+            if unfit && tries.len() < 2 {
+                tries.push(stderr);
+                continue;
+            }
+            assert!(
+                out.status.success(),
+                "{tool} client: {stderr}{stdout} (earlier tries: {tries:?})"
+            );
+            assert!(
+                waited.status.success(),
+                "{tool} server: {:?}",
+                super::common::text(&waited)
+            );
+            break (out, before);
+        };
+        let (stdout, _) = super::common::text(&out);
         assert!(stdout.contains(want), "{tool}: {stdout}");
         let got = super::hosts::delta(&before, &b.counters())["rcvd_pkts"];
         eprintln!(
