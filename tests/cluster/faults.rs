@@ -206,6 +206,26 @@ fn delay_in_one_direction_adds_half_of_it_to_each_half_round_trip() {
     );
 }
 
+/// A UC WRITE inbound point of a minute, its intervals printed as they end
+/// (something to wait for before the fault), with `--timeout` `t`.
+fn long_uc_inbound(t: &str) -> [&str; 13] {
+    [
+        "write",
+        "--tput",
+        "inbound",
+        "-c",
+        "uc",
+        "-s",
+        "1024",
+        "-D",
+        "60",
+        "--interval",
+        "0.5",
+        "--timeout",
+        t,
+    ]
+}
+
 /// The peer's cable cut at the switch until dropped.
 struct Unplugged(Peer);
 
@@ -295,26 +315,7 @@ fn a_cut_wire_ends_the_point_within_the_timeout_and_keeps_the_points_before_it()
 
     // UC inbound: this host drives and nothing acknowledges it; the control
     // connection's end stops its loops in the middle of a long window.
-    let live = watched(
-        "cut_uc",
-        &b,
-        18742,
-        &[
-            "write",
-            "--tput",
-            "inbound",
-            "-c",
-            "uc",
-            "-s",
-            "1024",
-            "-D",
-            "60",
-            "--interval",
-            "0.5",
-            "--timeout",
-            &t_s,
-        ],
-    );
+    let live = watched("cut_uc", &b, 18742, &long_uc_inbound(&t_s));
     live.await_line("# interval", 120);
     let (plug, cut) = Unplugged::now(&b);
     assert_ended_in_time("UC inbound, wire cut mid-window", &b, live.end(120), cut, t);
@@ -369,26 +370,7 @@ fn zz_the_other_host_powered_off_mid_point_ends_the_run_naming_it() {
     std::mem::forget(b.serve(18743, &[]));
     let t = 6;
     let t_s = t.to_string();
-    let live = watched(
-        "power_off",
-        &b,
-        18743,
-        &[
-            "write",
-            "--tput",
-            "inbound",
-            "-c",
-            "uc",
-            "-s",
-            "1024",
-            "-D",
-            "60",
-            "--interval",
-            "0.5",
-            "--timeout",
-            &t_s,
-        ],
-    );
+    let live = watched("power_off", &b, 18743, &long_uc_inbound(&t_s));
     live.await_line("# interval", 120);
     b.power_off();
     let off = Instant::now();
