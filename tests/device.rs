@@ -376,40 +376,94 @@ fn two_processes_and_a_second_client() {
 #[test]
 #[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
 fn write_half_rtt_agrees_with_perftest_within_1_5x() {
-    let dev = device();
-    let gid = {
-        let (doc, _) = latency("gid", &["write", "-s", "64", "-n", "10"]);
-        doc.device.gid_index.to_string()
-    };
-    let iters = "2000";
-    // Like for like: rdma-bench below runs without --inline, and so does
-    // perftest (-I 0; it inlines small WRITEs on some NICs by default).
-    let (pt_min, pt_typical) = perftest_write_lat_64(&dev, &gid, iters, 18602);
-
-    let _server = start_server(18603);
-    let target = format!("{}:18603", ipv4());
-    let (doc, _) = latency(
-        "vsperf",
-        &["write", "--connect", &target, "-s", "64", "-n", iters],
-    );
-    let stats = &doc.latency().next().unwrap().stats;
-    let (ours_min, ours_p50) = (stats.min_ns / 1000.0, stats.p50_ns / 1000.0);
-    let (ratio, p50_ratio) = (ours_min / pt_min, ours_p50 / pt_typical);
-    eprintln!(
-        "MEASURED: 64 B WRITE half-RTT rdma-bench/perftest: min {ratio:.2} ({ours_min:.2} / {pt_min:.2} us), p50 {p50_ratio:.2} ({ours_p50:.2} / {pt_typical:.2} us)"
-    );
-    // The minimum: a shared 2-CPU machine moves the median by tens of
-    // percent from run to run (p50 ratios 1.01-1.76 seen), the fastest
-    // round trip far less (0.93-1.01 seen). A missing halving (about 2) or a
-    // double halving (about 0.5) must fail.
-    assert!(
-        ratio > 0.67 && ratio < 1.5,
-        "rdma-bench min {ours_min} us vs perftest t_min {pt_min} us: ratio {ratio:.2} outside (0.67, 1.5)"
-    );
+    let (parity, doc) = write_parity_with_perftest("vsperf", 18603, 18790);
+    parity.assert_holds("");
     assert!(
         !doc.latency().next().unwrap().posting.inline,
         "like for like: no inline"
     );
+}
+
+/// rdma-bench's and perftest's 64 B WRITE half-RTT, each side's best over
+/// [`PARITY_ROUNDS`] rounds run in turn.
+struct Parity {
+    ours_min: f64,
+    ours_p50: f64,
+    pt_min: f64,
+    pt_typical: f64,
+}
+
+/// Rounds per side: a burst of load on the shared machine then spoils one
+/// round, not one tool.
+const PARITY_ROUNDS: u16 = 3;
+
+impl Parity {
+    fn ratios(&self) -> (f64, f64) {
+        (self.ours_min / self.pt_min, self.ours_p50 / self.pt_typical)
+    }
+
+    /// A missing halving (ratio about 2) or a double halving (about 0.5)
+    /// moves the minimum and the median alike, so both must leave
+    /// (0.67, 1.5) to fail. Noise moves one at a time: a shared 2-CPU machine
+    /// moved single-run medians by tens of percent (p50 ratios 0.63-1.76
+    /// seen), and in a guest on the HPET perftest once had a t_min of half
+    /// its typical round trip (min ratio 2.1, p50 ratio 1.2).
+    fn assert_holds(&self, context: &str) {
+        let (r_min, r_p50) = self.ratios();
+        let band = |r: f64| r > 0.67 && r < 1.5;
+        assert!(
+            band(r_min) || band(r_p50),
+            "{context}rdma-bench/perftest 64 B WRITE half-RTT: min {r_min:.3} ({:.2} / {:.2} us) and p50 {r_p50:.3} ({:.2} / {:.2} us) both outside (0.67, 1.5)",
+            self.ours_min, self.pt_min, self.ours_p50, self.pt_typical
+        );
+    }
+}
+
+/// Measures [`Parity`] against `serve` on `port` (named `name` in the
+/// scratch dir) and perftest on `pt_port` and up; also returns rdma-bench's
+/// first document. Like for like: rdma-bench runs without --inline, and so
+/// does perftest (-I 0; it inlines small WRITEs on some NICs by default).
+fn write_parity_with_perftest(name: &str, port: u16, pt_port: u16) -> (Parity, ResultsDoc) {
+    let dev = device();
+    let iters = "2000";
+    let _server = start_server(port);
+    let target = format!("{}:{port}", ipv4());
+    let mut first = None;
+    let mut p = Parity {
+        ours_min: f64::INFINITY,
+        ours_p50: f64::INFINITY,
+        pt_min: f64::INFINITY,
+        pt_typical: f64::INFINITY,
+    };
+    for round in 0..PARITY_ROUNDS {
+        let (doc, _) = latency(
+            &format!("{name}-{round}"),
+            &["write", "--connect", &target, "-s", "64", "-n", iters],
+        );
+        let stats = &doc.latency().next().unwrap().stats;
+        let (ours_min, ours_p50) = (stats.min_ns / 1000.0, stats.p50_ns / 1000.0);
+        p.ours_min = p.ours_min.min(ours_min);
+        p.ours_p50 = p.ours_p50.min(ours_p50);
+        let gid = doc.device.gid_index.to_string();
+        first.get_or_insert(doc);
+        // perftest calibrates its own cycle counter at start-up and, in a
+        // guest on the HPET, sometimes fails to (its table then says `inf`):
+        // such a round counts for nothing.
+        let (pt_min, pt_typical) = perftest_write_lat_64(&dev, &gid, iters, pt_port + round);
+        eprintln!("round {round}: rdma-bench min {ours_min:.2} p50 {ours_p50:.2} us, perftest t_min {pt_min:.2} t_typical {pt_typical:.2} us");
+        if pt_min.is_finite() && pt_typical.is_finite() && pt_min > 0.0 {
+            p.pt_min = p.pt_min.min(pt_min);
+            p.pt_typical = p.pt_typical.min(pt_typical);
+        } else {
+            eprintln!("ib_write_lat reported t_min {pt_min} us, t_typical {pt_typical} us (its clock calibration failed): round {round} counts only for rdma-bench");
+        }
+    }
+    let (r_min, r_p50) = p.ratios();
+    eprintln!(
+        "MEASURED: 64 B WRITE half-RTT rdma-bench/perftest, best of {PARITY_ROUNDS} rounds each: min {r_min:.3} ({:.2} / {:.2} us), p50 {r_p50:.3} ({:.2} / {:.2} us)",
+        p.ours_min, p.pt_min, p.ours_p50, p.pt_typical
+    );
+    (p, first.expect("at least one round"))
 }
 
 // ---------------------------------------------------------------------------
@@ -1787,20 +1841,13 @@ fn perftest_min_and_typical_us(out: &str) -> (f64, f64) {
 #[test]
 #[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
 fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
-    let dev = device();
-    let iters = "2000";
     let kernel =
         std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
             .map(|s| s.trim().to_string())
             .ok();
 
-    // rdma-bench first, as two processes like perftest.
-    let _server = start_server(18613);
-    let target = format!("{}:18613", ipv4());
-    let (doc, _) = latency(
-        "clock",
-        &["write", "--connect", &target, "-s", "64", "-n", iters],
-    );
+    // rdma-bench as two processes, like perftest.
+    let (parity, doc) = write_parity_with_perftest("clock", 18613, 18620);
     let clock = &doc.clock;
     eprintln!("clock: {clock}");
     if cfg!(target_arch = "x86_64") {
@@ -1815,33 +1862,12 @@ fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
     assert!(clock.read_ns > 0.0, "read cost recorded: {clock:?}");
     assert!(clock.kernel_clocksource.is_some(), "{clock:?}");
     assert_eq!(clock.kernel_clocksource, kernel);
-    let stats = &doc.latency().next().unwrap().stats;
-    let (ours_min, ours_p50) = (stats.min_ns / 1000.0, stats.p50_ns / 1000.0);
-
-    // perftest calibrates its own cycle counter at start-up and, in a guest on
-    // the HPET, sometimes fails to (its table then says `inf`): try again.
-    let gid = doc.device.gid_index.to_string();
-    let (mut pt_min, mut pt_typical) = (f64::INFINITY, f64::INFINITY);
-    for attempt in 0..3u16 {
-        (pt_min, pt_typical) = perftest_write_lat_64(&dev, &gid, iters, 18620 + attempt);
-        if pt_min.is_finite() && pt_typical.is_finite() && pt_min > 0.0 {
-            break;
-        }
-        eprintln!("ib_write_lat reported t_min {pt_min} us, t_typical {pt_typical} us (its clock calibration failed); running it again");
-    }
-    let (r_p50, r_min) = (ours_p50 / pt_typical, ours_min / pt_min);
-    eprintln!(
-        "MEASURED: kernel clocksource {}, clock {} ({:.1} ns per read): 64 B WRITE half-RTT rdma-bench/perftest p50 {r_p50:.3} ({ours_p50:.2} / {pt_typical:.2} us), min {r_min:.3} ({ours_min:.2} / {pt_min:.2} us)",
+    parity.assert_holds(&format!(
+        "kernel clocksource {}, clock {} ({:.1} ns per read): ",
         kernel.as_deref().unwrap_or("?"),
         clock.source,
         clock.read_ns
-    );
-    // The minimum: the median moves with the shared machine's load (p50
-    // ratios 0.63-1.2 seen), the fastest round trip far less.
-    assert!(
-        r_min > 0.67 && r_min < 1.5,
-        "min ratio {r_min:.3}: rdma-bench {ours_min} us vs perftest {pt_min} us"
-    );
+    ));
 }
 
 /// Runs ib_write_lat (server and client on this device, 64 B, `iters`) on
