@@ -152,6 +152,11 @@ pub struct ServeArgs {
     /// Seconds a client may stay silent during the handshake.
     #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
+    /// Bytes all sessions together may register (k, m, g or t suffix); a test
+    /// that would take more is refused at its handshake. Default: half the
+    /// host's memory, and at most RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+    #[arg(long, value_name = "SIZE", allow_negative_numbers = true)]
+    pub max_memory: Option<String>,
     /// Port of the rdma_cm listener a `--cm` client's session opens (default:
     /// an ephemeral port, announced over the control channel).
     #[arg(long, value_name = "PORT", allow_negative_numbers = true,

@@ -1,7 +1,8 @@
 //! The one place for OS and CPU calls outside the verbs wrappers: the CPU's
 //! cycle counter (the x86_64 TSC, the aarch64 virtual counter), CPU
 //! affinity, the process's own CPU time, buffers mapped from 2 MiB huge pages,
-//! and the TCP socket options and polls that notice a vanished peer. The crate denies `unsafe` everywhere else but here and in
+//! the host's memory and how much of it this process may pin, and the TCP
+//! socket options and polls that notice a vanished peer. The crate denies `unsafe` everywhere else but here and in
 //! `verbs`; each function below is safe to call and keeps its `unsafe` block
 //! small, with a `SAFETY:` line.
 
@@ -277,6 +278,49 @@ pub fn free_huge_pages() -> Option<u64> {
         .trim()
         .parse()
         .ok()
+}
+
+/// The host's memory (`MemTotal` of `/proc/meminfo`), in bytes.
+pub fn mem_total() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The soft `RLIMIT_MEMLOCK`: bytes this process may pin, `None` if unlimited
+/// (or unreadable, which pins nothing less than the kernel allows anyway).
+pub fn memlock_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a live rlimit the call fills in.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) };
+    if rc != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    Some(r.rlim_cur)
+}
+
+/// Whether this process holds CAP_IPC_LOCK (bit 14 of `CapEff` in
+/// `/proc/self/status`), with which the kernel ignores `RLIMIT_MEMLOCK`.
+pub fn can_lock_any_memory() -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        .is_some_and(|caps| caps >> CAP_IPC_LOCK & 1 == 1)
 }
 
 /// An anonymous, zero-filled private mapping backed by 2 MiB huge pages

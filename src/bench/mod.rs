@@ -5,6 +5,7 @@
 
 pub mod cm;
 pub mod counters;
+pub mod footprint;
 pub mod group;
 pub mod intervals;
 pub mod latency;
@@ -15,6 +16,7 @@ pub mod slots;
 pub mod tput;
 pub mod wait;
 
+pub use footprint::MemoryBudget;
 pub use group::Rendezvous;
 pub use latency::{run_client, run_client_live, PointOutcome};
 pub use port::{DeviceChoice, Port};
@@ -28,13 +30,28 @@ use crate::error::Result;
 use crate::spec::TestSpec;
 
 /// Serves one client whose `Hello` has been read: checks its protocol
-/// version and runs the latency or throughput test it asks for.
+/// version and runs the latency or throughput test it asks for. The one
+/// client of a loopback or MPI server is the user, so nothing bounds what
+/// it may pin but the host.
 pub fn serve_client(
     port: &Port,
     ctl: &mut dyn Control,
     clock: &Clock,
     hello: Message,
     groups: &Rendezvous,
+) -> Result<()> {
+    serve_client_within(port, ctl, clock, hello, groups, &MemoryBudget::unlimited())
+}
+
+/// As [`serve_client`], refusing a test that would pin more than is left
+/// of `budget` (`serve --max-memory`) before it builds anything.
+pub fn serve_client_within(
+    port: &Port,
+    ctl: &mut dyn Control,
+    clock: &Clock,
+    hello: Message,
+    groups: &Rendezvous,
+    budget: &MemoryBudget,
 ) -> Result<()> {
     let Message::Hello {
         version,
@@ -50,7 +67,9 @@ pub fn serve_client(
         return Err(refuse(ctl, e));
     }
     match spec {
-        TestSpec::Latency(l) => latency::serve_latency(port, ctl, clock, l, endpoint, &client),
-        TestSpec::Tput(t) => tput::serve_tput(port, ctl, clock, t, groups, &client),
+        TestSpec::Latency(l) => {
+            latency::serve_latency(port, ctl, clock, l, endpoint, &client, budget)
+        }
+        TestSpec::Tput(t) => tput::serve_tput(port, ctl, clock, t, groups, &client, budget),
     }
 }

@@ -11,6 +11,7 @@ use crate::verbs::{
     PortConfig, ProtectionDomain, QueuePair, SendOps, SharedReceiveQueue, Transport,
 };
 
+use super::footprint::Buffers;
 use super::port::{Port, MAX_CQE};
 use crate::spec::{Connection, MemorySpec, PathSpec};
 
@@ -44,6 +45,17 @@ pub struct QpShape {
     pub ex_ops: Option<SendOps>,
     /// Huge pages, and one registration per QP (`--mr-per-qp`).
     pub memory: MemorySpec,
+}
+
+impl QpShape {
+    /// The buffers this set registers (what `footprint` sums).
+    pub fn buffers(&self) -> Buffers {
+        Buffers {
+            region: self.region,
+            qps: self.count,
+            memory: self.memory,
+        }
+    }
 }
 
 pub struct QpSet {
@@ -103,16 +115,20 @@ impl QpSet {
                 MemoryRegion::new(&port.pd, len, shape.access)
             }
         };
+        // Exactly what `footprint` counts: serve's budget admitted these bytes.
+        let (count, len) = shape.buffers().registrations();
+        let len =
+            usize::try_from(len).map_err(|_| Error::usage(format!("a buffer of {len} bytes")))?;
         let per_qp_mrs = if shape.memory.mr_per_qp {
-            (0..n)
-                .map(|_| register(shape.region))
+            (0..count)
+                .map(|_| register(len))
                 .collect::<std::result::Result<Vec<_>, _>>()?
         } else {
             Vec::new()
         };
         let mr = match per_qp_mrs.first() {
             Some(mr) => mr.clone(),
-            None => register(shape.region * n as usize)?,
+            None => register(len)?,
         };
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..shape.count {

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 use crate::verbs::{Endpoint, QueuePair, RecvList};
 
+use super::footprint::{self, Buffers, Footprint};
 use super::ops::{access_for, ex_send_ops, test_fault, Fault, Role};
 use super::port::Port;
 use super::qpset::{slot_bytes, QpSet, QpShape};
@@ -51,6 +52,22 @@ fn needs_receives(spec: &LatencySpec, role: Role) -> bool {
     }
 }
 
+/// What one side's set registers: one QP, a slot of the largest size for
+/// sending and one for receiving.
+pub fn buffers(spec: &LatencySpec) -> Buffers {
+    Buffers {
+        region: 2 * slot_bytes(spec.max_size()),
+        qps: 1,
+        memory: spec.memory,
+    }
+}
+
+/// What one side pins for the whole session (every size uses the one set).
+pub fn footprint(spec: &LatencySpec) -> Result<Footprint> {
+    footprint::session("sizes", &spec.sizes, |_| Footprint::default())
+        .map(|_| Footprint::of(&[buffers(spec)]))
+}
+
 /// One side's QP and buffer before the peer is known. The buffer is laid out
 /// as [send area | receive area], one slot each; the peer targets the
 /// receive area.
@@ -64,21 +81,22 @@ impl UnconnectedSide {
     /// Creates the QP and buffer for `spec` with the access rights `role` needs.
     pub fn new(port: &Port, spec: &LatencySpec, role: Role, inline_room: u32) -> Result<Self> {
         let slot = slot_bytes(spec.max_size());
+        let b = buffers(spec);
         let set = QpSet::new(
             port,
             &QpShape {
                 transport: spec.transport,
-                count: 1,
+                count: b.qps,
                 sq_depth: SQ_DEPTH,
                 rq_depth: RQ_DEPTH,
                 inline: inline_room,
                 sge: spec.sge,
-                region: 2 * slot,
+                region: b.region,
                 access: access_for(spec.verb, role),
                 path: spec.path,
                 events: spec.events,
                 ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
-                memory: spec.memory,
+                memory: b.memory,
             },
         )?;
         Ok(UnconnectedSide { set, slot, role })

@@ -12,6 +12,7 @@ use crate::stats::LatencyRecorder;
 use crate::verbs::Endpoint;
 
 use super::super::cm::{self, Listener};
+use super::super::footprint::MemoryBudget;
 use super::super::intervals::{watch, IntervalBoard};
 use super::super::ops::{inline_room, needs_inline_limit, Role};
 use super::super::port::Port;
@@ -202,6 +203,7 @@ pub fn serve_latency(
     spec: LatencySpec,
     client: Option<Endpoint>,
     client_side: &PeerInfo,
+    budget: &MemoryBudget,
 ) -> Result<()> {
     let Some(client) = client else {
         return Err(refuse(
@@ -211,14 +213,20 @@ pub fn serve_latency(
     };
     let me = port.describe();
     let ends = Port::path_to(&me, client_side);
+    // What the session would pin is refused against --max-memory before the
+    // device is asked anything.
     let checked = spec.validate().and_then(|_| {
+        let need = super::footprint(&spec)?;
+        budget.check(&need)?;
         let room = check_against_device(&spec, port, &ends)?;
-        Ok((room, spec.path.negotiate_mtu(&ends)?))
+        Ok((need, room, spec.path.negotiate_mtu(&ends)?))
     });
-    let (room, spec) = match checked {
-        Ok((room, mtu)) => (room, spec.with_path_mtu(mtu)),
+    let (need, room, spec) = match checked {
+        Ok((need, room, mtu)) => (need, room, spec.with_path_mtu(mtu)),
         Err(e) => return Err(refuse(ctl, e)),
     };
+    // Held until this function returns, after the session's set is gone.
+    let _held = budget.admit(ctl, &need)?;
     affinity::pin(Side::Server, 0);
     let listener = match spec.path.connection {
         Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),

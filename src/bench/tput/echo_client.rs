@@ -12,6 +12,7 @@ use crate::report::{DriverReport, ToStop};
 use crate::spec::{EchoVerb, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
+use super::super::footprint::Buffers;
 use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
@@ -40,6 +41,24 @@ pub struct EchoClientSet {
     recvs: Option<RecvRing>,
 }
 
+/// What one client thread's sets register (what `EchoClientSet::new`
+/// builds them from): its request QPs, each with request and response
+/// slots, and (WRITE/SEND) its UD response QPs.
+pub fn buffers(spec: &TputSpec, p: &TputPoint) -> (Buffers, Option<Buffers>) {
+    let layout = EchoLayout {
+        window: p.window as usize,
+        slot: slot_bytes(p.size),
+    };
+    let set = |region| Buffers {
+        region,
+        qps: p.qps,
+        memory: spec.memory,
+    };
+    let resp = (spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send)
+        .then(|| set(layout.server_region()));
+    (set(layout.client_region()), resp)
+}
+
 impl EchoClientSet {
     pub fn new(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
         let layout = EchoLayout {
@@ -57,11 +76,12 @@ impl EchoClientSet {
             port.max_inline(p.transport)?,
         );
         let send_send = spec.req == EchoVerb::Send && spec.resp == EchoVerb::Send;
+        let (req_b, resp_b) = buffers(spec, p);
         let req = QpSet::new(
             port,
             &QpShape {
                 transport: p.transport,
-                count: p.qps,
+                count: req_b.qps,
                 sq_depth: p.echo_request_sq_depth(),
                 rq_depth: if send_send {
                     (p.window + RECV_BATCH) * 2
@@ -70,31 +90,31 @@ impl EchoClientSet {
                 },
                 inline: if inline { p.size } else { 0 },
                 sge: 1,
-                region: layout.client_region(),
+                region: req_b.region,
                 access,
                 path: spec.path,
                 // --events (SEND/SEND only): both CQs on one channel.
                 events: spec.events,
                 ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
-                memory: spec.memory,
+                memory: req_b.memory,
             },
         )?;
-        let resp = if spec.req == EchoVerb::Write && spec.resp == EchoVerb::Send {
+        let resp = if let Some(resp_b) = resp_b {
             Some(QpSet::new(
                 port,
                 &QpShape {
                     transport: Transport::Ud,
-                    count: p.qps,
+                    count: resp_b.qps,
                     sq_depth: 1,
                     rq_depth: (p.window + RECV_BATCH) * 2,
                     inline: 0,
                     sge: 1,
-                    region: layout.server_region(),
+                    region: resp_b.region,
                     access: Access::LOCAL,
                     path: spec.path,
                     events: false,
                     ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
-                    memory: spec.memory,
+                    memory: resp_b.memory,
                 },
             )?)
         } else {

@@ -9,6 +9,7 @@ use crate::report::DriverReport;
 use crate::spec::{EchoVerb, InlineRequest, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
+use super::super::footprint::Buffers;
 use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, inline_room, posts_inline};
 use super::super::port::Port;
@@ -39,6 +40,46 @@ impl ServerQps {
     }
 }
 
+/// What the server's sets register, by request and response verb (what
+/// `EchoServerSet::new` builds them from).
+pub fn buffers(spec: &TputSpec, p: &TputPoint) -> Vec<Buffers> {
+    match (spec.req, spec.resp) {
+        (EchoVerb::Write, EchoVerb::Write) => vec![conn_buffers(spec, p)],
+        (EchoVerb::Write, EchoVerb::Send) => vec![conn_buffers(spec, p), ud_buffers(spec, p, 1)],
+        (EchoVerb::Send, _) => vec![ud_buffers(spec, p, send_requests_rq(p))],
+    }
+}
+
+/// One QP per client QP, each holding that QP's request slots.
+fn conn_buffers(spec: &TputSpec, p: &TputPoint) -> Buffers {
+    Buffers {
+        region: layout(p).server_region(),
+        qps: p.total_qps(),
+        memory: spec.memory,
+    }
+}
+
+/// The UD QP, a slot per receive it keeps posted.
+fn ud_buffers(spec: &TputSpec, p: &TputPoint, rq: u32) -> Buffers {
+    Buffers {
+        region: rq as usize * layout(p).slot,
+        qps: 1,
+        memory: spec.memory,
+    }
+}
+
+/// SEND requests: the UD QP's receives, every client QP's window at once.
+fn send_requests_rq(p: &TputPoint) -> u32 {
+    p.srq_depth() as u32
+}
+
+fn layout(p: &TputPoint) -> EchoLayout {
+    EchoLayout {
+        window: p.window as usize,
+        slot: slot_bytes(p.size),
+    }
+}
+
 pub struct EchoServerSet {
     qps: ServerQps,
     layout: EchoLayout,
@@ -57,11 +98,7 @@ pub struct EchoServerSet {
 
 impl EchoServerSet {
     pub fn new(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
-        let layout = EchoLayout {
-            window: p.window as usize,
-            slot: slot_bytes(p.size),
-        };
-        let n = p.total_qps();
+        let layout = layout(p);
         let inline_on = |t: Transport| -> Result<u32> {
             let device = port.max_inline(t)?;
             Ok(inline_room(VerbKind::Echo, spec.inline, [p.size], device))
@@ -69,39 +106,41 @@ impl EchoServerSet {
         let conn = || -> Result<QpSet> {
             let mut access = Access::LOCAL;
             access.remote_write = true;
+            let b = conn_buffers(spec, p);
             QpSet::new(
                 port,
                 &QpShape {
                     transport: p.transport,
-                    count: n,
+                    count: b.qps,
                     sq_depth: p.echo_request_sq_depth(),
                     rq_depth: 1,
                     inline: inline_on(p.transport)?,
                     sge: 1,
-                    region: layout.server_region(),
+                    region: b.region,
                     access,
                     path: spec.path,
                     events: false,
                     ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, p.transport),
-                    memory: spec.memory,
+                    memory: b.memory,
                 },
             )
         };
         let ud = |rq: u32, srq: bool| -> Result<QpSet> {
+            let b = ud_buffers(spec, p, rq);
             let shape = QpShape {
                 transport: Transport::Ud,
-                count: 1,
+                count: b.qps,
                 sq_depth: p.echo_response_sq_depth(),
                 rq_depth: rq,
                 inline: inline_on(Transport::Ud)?,
                 sge: 1,
-                region: rq as usize * layout.slot,
+                region: b.region,
                 access: Access::LOCAL,
                 path: spec.path,
                 // --events (SEND/SEND only): both CQs on one channel.
                 events: spec.events,
                 ex_ops: echo_ex_send_ops(spec.post_api, spec.req, spec.resp, Transport::Ud),
-                memory: spec.memory,
+                memory: b.memory,
             };
             // --srq: the request QP receives from a shared receive queue.
             if srq {
@@ -120,7 +159,7 @@ impl EchoServerSet {
             // plus two reposting batches, on the QP or (--srq) shared; the
             // receive CQ is made to hold them all (validated against max_cqe).
             (EchoVerb::Send, _) => ServerQps::SendSend {
-                ud: ud(p.srq_depth() as u32, spec.srq)?,
+                ud: ud(send_requests_rq(p), spec.srq)?,
             },
         };
         Ok(EchoServerSet {
@@ -128,7 +167,7 @@ impl EchoServerSet {
             layout,
             size: p.size,
             inline: spec.inline,
-            clients: n as usize,
+            clients: p.total_qps() as usize,
             resp_verb: spec.resp,
             signal_period: p.signal_period as u64,
             responses: Vec::new(),

@@ -33,6 +33,7 @@ use crate::error::Result;
 use crate::spec::{Direction, TputPoint, TputSpec};
 use crate::verbs::{Access, Endpoint, PortConfig, QueuePair};
 
+use super::footprint::{self, Buffers, Footprint};
 use super::ops::{access_for, ex_send_ops, inline_room, Role};
 use super::port::Port;
 use super::qpset::{short, slot_bytes, QpShape};
@@ -64,6 +65,8 @@ pub type EchoServer = Box<EchoServerSet>;
 pub trait EchoPart: Sized {
     const ROLE: Role;
     fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self>;
+    /// What `build` registers.
+    fn buffers(spec: &TputSpec, p: &TputPoint) -> Vec<Buffers>;
     fn endpoints(&self) -> Vec<Endpoint>;
     fn connect(&mut self, remotes: &[Endpoint]) -> Result<()>;
 }
@@ -74,6 +77,14 @@ impl EchoPart for EchoClients {
     fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
         (0..p.threads)
             .map(|_| EchoClientSet::new(port, spec, p))
+            .collect()
+    }
+
+    fn buffers(spec: &TputSpec, p: &TputPoint) -> Vec<Buffers> {
+        let (req, resp) = echo_client::buffers(spec, p);
+        (0..p.threads)
+            .flat_map(|_| [Some(req), resp])
+            .flatten()
             .collect()
     }
 
@@ -102,6 +113,10 @@ impl EchoPart for EchoServer {
         Ok(Box::new(EchoServerSet::new(port, spec, p)?))
     }
 
+    fn buffers(spec: &TputSpec, p: &TputPoint) -> Vec<Buffers> {
+        echo_server::buffers(spec, p)
+    }
+
     fn endpoints(&self) -> Vec<Endpoint> {
         EchoServerSet::endpoints(self)
     }
@@ -111,7 +126,37 @@ impl EchoPart for EchoServer {
     }
 }
 
+/// What one issuing thread's set registers: a slot per QP.
+fn issuer_buffers(spec: &TputSpec, p: &TputPoint) -> Buffers {
+    Buffers {
+        region: slot_bytes(p.size),
+        qps: p.qps,
+        memory: spec.memory,
+    }
+}
+
 impl<E: EchoPart> PointSide<E> {
+    /// What `build` registers for this point, from the same functions.
+    pub fn buffers(spec: &TputSpec, p: &TputPoint) -> Vec<Buffers> {
+        let issuers = || vec![issuer_buffers(spec, p); p.threads as usize];
+        let target = || vec![target::buffers(spec, p)];
+        if spec.bidirectional {
+            return [issuers(), target()].concat();
+        }
+        match (spec.direction, E::ROLE) {
+            (Direction::Inbound, Role::Client) | (Direction::Outbound, Role::Server) => issuers(),
+            (Direction::Inbound, Role::Server) | (Direction::Outbound, Role::Client) => target(),
+            (Direction::Echo, _) => E::buffers(spec, p),
+        }
+    }
+
+    /// What this side of the whole session pins at its largest point.
+    pub fn footprint(spec: &TputSpec) -> Result<Footprint> {
+        footprint::session("points", &spec.points, |p| {
+            Footprint::of(&Self::buffers(spec, p))
+        })
+    }
+
     /// Sizes this side of a point and creates its QPs.
     pub fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self> {
         let issuers = || -> Result<Vec<IssuerSet>> {
@@ -119,19 +164,20 @@ impl<E: EchoPart> PointSide<E> {
             // what they inline is what was asked, checked against it already.
             let inline = inline_room(spec.verb, spec.inline, [p.size], 0);
             // An issuer exposes nothing: READ results and atomic replies land locally.
+            let b = issuer_buffers(spec, p);
             let shape = QpShape {
                 transport: p.transport,
-                count: p.qps,
+                count: b.qps,
                 sq_depth: p.sq_depth(),
                 rq_depth: 1,
                 inline,
                 sge: spec.sge,
-                region: slot_bytes(p.size),
+                region: b.region,
                 access: Access::LOCAL,
                 path: spec.path,
                 events: spec.events,
                 ex_ops: ex_send_ops(spec.post_api, spec.verb, spec.op, spec.imm),
-                memory: spec.memory,
+                memory: b.memory,
             };
             (0..p.threads)
                 .map(|_| IssuerSet::new(port, &shape))

@@ -13,6 +13,7 @@ use crate::spec::{Connection, DeviceLimits, TestSpec, TputPoint, TputSpec};
 use crate::verbs::Transport;
 
 use super::super::cm::{self, Listener};
+use super::super::footprint::MemoryBudget;
 use super::super::group::Rendezvous;
 use super::super::intervals::IntervalBoard;
 use super::super::ops::{atomic_mismatch, needs_inline_limit, posts_inline};
@@ -366,19 +367,26 @@ pub fn serve_tput(
     spec: TputSpec,
     groups: &Rendezvous,
     client: &PeerInfo,
+    budget: &MemoryBudget,
 ) -> Result<()> {
     let me = port.describe();
     let ends = Port::path_to(&me, client);
+    // What the session would pin at its largest point is refused against
+    // --max-memory before the device is asked anything.
     let checked = spec.validate().and_then(|_| {
+        let need = PointSide::<EchoServer>::footprint(&spec)?;
+        budget.check(&need)?;
         let mut limits = device_limits(&spec, port)?;
         limits.path = ends.clone();
         spec.validate_device(&limits)?;
-        spec.path.negotiate_mtu(&ends)
+        Ok((need, spec.path.negotiate_mtu(&ends)?))
     });
-    let spec = match checked {
-        Ok(mtu) => spec.with_path_mtu(mtu),
+    let (need, spec) = match checked {
+        Ok((need, mtu)) => (need, spec.with_path_mtu(mtu)),
         Err(e) => return Err(refuse(ctl, e)),
     };
+    // Held until this function returns, after every point's sets are gone.
+    let _held = budget.admit(ctl, &need)?;
     let listener = match spec.path.connection {
         Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
         Connection::Gid => None,

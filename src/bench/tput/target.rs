@@ -8,6 +8,7 @@ use crate::report::DriverReport;
 use crate::spec::{TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList};
 
+use super::super::footprint::Buffers;
 use super::super::ops::{test_fault, Fault};
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
@@ -15,6 +16,22 @@ use super::super::slots::slot_stride;
 use super::super::wait::IdleWatch;
 use super::completions::{ArrivalBuf, RecvRing, WrId, RECV_BATCH};
 use super::issuer::PAYLOAD;
+
+/// What a target's set registers (what `TargetSet::new` builds it from):
+/// one region per issuer QP.
+pub fn buffers(spec: &TputSpec, p: &TputPoint) -> Buffers {
+    let slot = slot_bytes(p.size);
+    Buffers {
+        region: if spec.verb == VerbKind::Send {
+            slot * RECV_BATCH as usize
+        } else {
+            // --region: the issuer QP's WRs target slots of this many bytes.
+            spec.memory.region.map_or(slot, |r| r as usize).max(slot)
+        },
+        qps: p.total_qps(),
+        memory: spec.memory,
+    }
+}
 
 pub struct TargetSet {
     pub set: QpSet,
@@ -30,10 +47,10 @@ impl TargetSet {
     pub fn new(port: &Port, spec: &TputSpec, p: &TputPoint, access: Access) -> Result<Self> {
         let sends = spec.verb == VerbKind::Send;
         let srq_depth = p.sink_srq_depth(port.attr.max_srq_wr) as u32;
-        let slot = slot_bytes(p.size);
+        let b = buffers(spec, p);
         let shape = QpShape {
             transport: p.transport,
-            count: p.total_qps(),
+            count: b.qps,
             sq_depth: 1,
             // With an SRQ this sizes the receive CQ only (n QPs x rq_depth):
             // room for every receive the SRQ holds.
@@ -44,18 +61,13 @@ impl TargetSet {
             },
             inline: 0,
             sge: 1,
-            region: if sends {
-                slot * RECV_BATCH as usize
-            } else {
-                // --region: the issuer QP's WRs target slots of this many bytes.
-                spec.memory.region.map_or(slot, |r| r as usize).max(slot)
-            },
+            region: b.region,
             access,
             path: spec.path,
             // A target posts no sends; the issuer sleeps on events.
             events: false,
             ex_ops: None,
-            memory: spec.memory,
+            memory: b.memory,
         };
         // --srq: one shared receive queue for this side's sink QPs (validated
         // against max_srq_wr before any device object exists).
