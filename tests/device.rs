@@ -32,6 +32,8 @@ mod package;
 mod perftest;
 #[path = "device/rate_load.rs"]
 mod rate_load;
+#[path = "device/serve_hostile.rs"]
+mod serve_hostile;
 #[path = "device/window_mid_pass.rs"]
 mod window_mid_pass;
 
