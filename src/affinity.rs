@@ -12,63 +12,8 @@
 
 use std::path::Path;
 
-/// Parses a CPU list as the kernel writes it and `--cpu` takes it: `0,2-3`,
-/// ranges inclusive, surrounding whitespace ignored. Returns the CPUs
-/// ascending without duplicates; an empty list, an empty item, a reversed
-/// range or a non-number is an error naming the item.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Err("empty CPU list (expected e.g. 0,2-3)".into());
-    }
-    let num = |t: &str, item: &str| {
-        t.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("bad CPU list item '{item}' in '{s}' (expected e.g. 0,2-3)"))
-    };
-    let mut cpus = Vec::new();
-    for item in s.split(',') {
-        let item = item.trim();
-        match item.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a, item)?, num(b, item)?);
-                if a > b {
-                    return Err(format!("CPU range '{item}' in '{s}' runs backwards"));
-                }
-                if b - a >= 1 << 16 {
-                    return Err(format!("CPU range '{item}' in '{s}' is implausibly long"));
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(num(item, item)?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Writes CPUs in the kernel's compact form (`0-3,8`); the input need not be sorted.
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut v = cpus.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
+mod cpu_list;
+pub use cpu_list::{check_user, format_cpu_list, parse_cpu_list, CPU_LIMIT};
 
 /// The NUMA node a device hangs off and that node's CPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +39,7 @@ pub fn device_numa_cpus(sysfs: &Path, device: &str) -> Option<NumaCpus> {
     let list =
         std::fs::read_to_string(sysfs.join(format!("devices/system/node/node{node}/cpulist")))
             .ok()?;
-    let cpus = parse_cpu_list(&list).ok()?;
+    let cpus = cpu_list::parse_kernel_cpu_list(&list).ok()?;
     (!cpus.is_empty()).then_some(NumaCpus { node, cpus })
 }
 
@@ -195,22 +140,8 @@ pub fn plan(input: PlanInput) -> Result<CpuPlan, String> {
     let mut warnings = Vec::new();
     let (pool, whence): (Vec<usize>, String) = match (user, numa) {
         (Some(user), _) => {
-            let outside: Vec<usize> = user
-                .iter()
-                .copied()
-                .filter(|c| !allowed.contains(c))
-                .collect();
-            if !outside.is_empty() {
-                return Err(format!(
-                    "--cpu {}: CPU {} not available to this process (allowed: {})",
-                    format_cpu_list(user),
-                    format_cpu_list(&outside),
-                    format_cpu_list(allowed)
-                ));
-            }
-            if user.is_empty() {
-                return Err("--cpu: empty CPU list".into());
-            }
+            check_user(user, allowed)
+                .map_err(|e| format!("--cpu {}: {e}", format_cpu_list(user)))?;
             (user.to_vec(), format!("--cpu {}", format_cpu_list(user)))
         }
         (None, Some(numa)) => {
@@ -319,49 +250,6 @@ fn list_in_order(cpus: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists_parse_like_the_kernel_writes_them() {
-        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
-        assert_eq!(
-            parse_cpu_list("0-3,8-11\n").unwrap(),
-            vec![0, 1, 2, 3, 8, 9, 10, 11]
-        );
-        assert_eq!(parse_cpu_list(" 5 ").unwrap(), vec![5]);
-        assert_eq!(parse_cpu_list("3,1,1-2").unwrap(), vec![1, 2, 3]);
-        assert_eq!(parse_cpu_list("4-4").unwrap(), vec![4]);
-        assert_eq!(parse_cpu_list("0, 2 - 3").unwrap(), vec![0, 2, 3]);
-    }
-
-    #[test]
-    fn bad_cpu_lists_are_refused_naming_the_item() {
-        for (bad, says) in [
-            ("", "empty"),
-            ("  \n", "empty"),
-            ("1,,2", "''"),
-            ("1,", "''"),
-            ("a", "'a'"),
-            ("-1", "'-1'"),
-            ("3-1", "backwards"),
-            ("1-", "'1-'"),
-            ("0-99999999", "implausibly long"),
-            ("1.5", "'1.5'"),
-        ] {
-            let e = parse_cpu_list(bad).unwrap_err();
-            assert!(e.contains(says), "{bad:?}: {e}");
-        }
-    }
-
-    #[test]
-    fn cpu_lists_format_compactly() {
-        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8]), "0-3,8");
-        assert_eq!(format_cpu_list(&[5, 3, 4, 3]), "3-5");
-        assert_eq!(format_cpu_list(&[0, 2, 4]), "0,2,4");
-        assert_eq!(format_cpu_list(&[]), "");
-        for s in ["0-3,8", "1", "0,2-3,7-9"] {
-            assert_eq!(format_cpu_list(&parse_cpu_list(s).unwrap()), s);
-        }
-    }
 
     fn input<'a>(allowed: &'a [usize], c: usize, s: usize) -> PlanInput<'a> {
         PlanInput {

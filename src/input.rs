@@ -12,6 +12,9 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
+mod census;
+pub use census::{census, Census};
+
 /// Largest experiment file read (`rdma-bench run`).
 pub const MAX_EXPERIMENT_BYTES: u64 = 1 << 20;
 /// Largest results file read (`compare`, `run --resume`).
@@ -75,7 +78,11 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String> {
     if meta.len() > limit {
         return Err(too_big());
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // A failed allocation would abort the process: ask first, so a
+    // memory-limited run (`ulimit -v`) gets an error naming the file.
+    let mut bytes = Vec::new();
+    reserve(&mut bytes, meta.len().saturating_add(1))
+        .map_err(|n| refuse(path, format!("cannot allocate {n} bytes to read it")))?;
     file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| refuse(path, format!("cannot read: {e}")))?;
@@ -91,6 +98,21 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String> {
             ),
         )
     })
+}
+
+/// Reserves room for `n` more bytes in `v`, or says how many could not be had.
+fn reserve(v: &mut Vec<u8>, n: u64) -> std::result::Result<(), u64> {
+    usize::try_from(n)
+        .ok()
+        .and_then(|n| v.try_reserve_exact(n).ok())
+        .ok_or(n)
+}
+
+/// Whether this process may allocate `bytes` more now: asked of the
+/// allocator and given back at once, before a parse that would otherwise
+/// abort the process half way when the memory is not there (`ulimit -v`).
+pub fn can_allocate(bytes: u64) -> bool {
+    reserve(&mut Vec::new(), bytes).is_ok()
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! a regular file or a new file in an existing, writable directory. Refused
 //! (exit 2, naming the option): directories, device nodes, FIFOs, sockets,
 //! symbolic links (never followed nor replaced: give the file they point
-//! to), a path that is also one of the run's inputs (by file identity, so a
-//! hard link counts), and two targets that are the same file.
+//! to), a path that is also one of the run's inputs, and two targets that are
+//! the same file (both by file identity, so a hard link counts).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,31 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// What makes two targets one file: the file's (device, inode) where it
+/// exists (so hard links and a second mount of one file compare equal), else
+/// its directory's (device, inode) and its name; the canonical path only
+/// where neither can be read.
+#[derive(PartialEq, Eq)]
+enum FileKey {
+    File(u64, u64),
+    New(u64, u64, std::ffi::OsString),
+    Path(PathBuf),
+}
+
+fn file_key(path: &Path) -> FileKey {
+    if let Some((dev, ino)) = identity(path) {
+        return FileKey::File(dev, ino);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match (identity(dir), path.file_name()) {
+        (Some((dev, ino)), Some(name)) => FileKey::New(dev, ino, name.to_os_string()),
+        _ => FileKey::Path(location(path).unwrap_or_else(|| path.to_path_buf())),
+    }
+}
+
 /// Where a target will live: its canonical directory and file name.
 fn location(path: &Path) -> Option<PathBuf> {
     let dir = match path.parent() {
@@ -35,7 +60,7 @@ fn location(path: &Path) -> Option<PathBuf> {
 /// may not be one of them).
 pub fn check(targets: &[Target], inputs: &[&Path]) -> Result<()> {
     let input_ids: Vec<(u64, u64)> = inputs.iter().filter_map(|p| identity(p)).collect();
-    let mut seen: Vec<(PathBuf, &str)> = Vec::new();
+    let mut seen: Vec<(FileKey, &Target)> = Vec::new();
     for t in targets {
         check_one(t)?;
         let refuse =
@@ -45,11 +70,21 @@ pub fn check(targets: &[Target], inputs: &[&Path]) -> Result<()> {
                 "is also an input of this command; write the results elsewhere".into(),
             ));
         }
-        let at = location(t.path).unwrap_or_else(|| t.path.to_path_buf());
-        if let Some((_, other)) = seen.iter().find(|(p, _)| *p == at) {
-            return Err(refuse(format!("is the same file as {other}")));
+        let key = file_key(t.path);
+        if let Some((_, other)) = seen.iter().find(|(k, _)| *k == key) {
+            // Each target is replaced by a rename, which would split a link.
+            let how = if location(t.path) == location(other.path) {
+                ""
+            } else {
+                "; two names of one file, e.g. hard links"
+            };
+            return Err(refuse(format!(
+                "is the same file as {} ({}{how})",
+                other.option,
+                other.path.display()
+            )));
         }
-        seen.push((at, t.option));
+        seen.push((key, t));
     }
     Ok(())
 }

@@ -13,8 +13,10 @@ use crate::stats::LatencyStats;
 
 mod example;
 mod fields;
+mod load;
 use fields::columns;
 pub use fields::{LiveFields, MemoryFields, PathFields, PostingFields};
+pub use load::{load, load_within, MAX_PARSED_BYTES};
 
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -24,58 +26,6 @@ pub const READABLE_SCHEMAS: &[u32] = &[1, 2];
 
 /// What every results file says produced it.
 pub const TOOL: &str = "rdma-bench";
-
-/// The fields that say whose file this is, read before the rest.
-#[derive(Deserialize)]
-struct Origin {
-    #[serde(default)]
-    schema_version: Option<serde_json::Value>,
-    #[serde(default)]
-    tool: Option<serde_json::Value>,
-}
-
-/// Reads a results file: a regular file within the input limit, written by
-/// rdma-bench in a schema version this build reads. Anything else is bad
-/// input (exit 2) naming the file and the field.
-pub fn load(path: &std::path::Path) -> crate::error::Result<ResultsDoc> {
-    use crate::error::Error;
-    let file = path.display();
-    let text = crate::input::read_text(path, crate::input::MAX_RESULTS_BYTES)?;
-    let not_ours =
-        |e: serde_json::Error| Error::usage(format!("{file}: not an rdma-bench results file: {e}"));
-    let origin: Origin = serde_json::from_str(&text).map_err(not_ours)?;
-    match &origin.tool {
-        Some(serde_json::Value::String(t)) if t == TOOL => {}
-        Some(other) => {
-            return Err(Error::usage(format!(
-                "{file}: field 'tool' is {other}, not \"{TOOL}\": not an rdma-bench results file"
-            )))
-        }
-        None => {
-            return Err(Error::usage(format!(
-                "{file}: field 'tool' is missing: not an rdma-bench results file"
-            )))
-        }
-    }
-    let readable = |v: &serde_json::Value| {
-        v.as_u64()
-            .is_some_and(|v| READABLE_SCHEMAS.iter().any(|&r| u64::from(r) == v))
-    };
-    match &origin.schema_version {
-        Some(v) if readable(v) => {}
-        Some(v) => {
-            return Err(Error::usage(format!(
-                "{file}: field 'schema_version' is {v}; this rdma-bench reads {READABLE_SCHEMAS:?}"
-            )))
-        }
-        None => {
-            return Err(Error::usage(format!(
-            "{file}: field 'schema_version' is missing; this rdma-bench reads {READABLE_SCHEMAS:?}"
-        )))
-        }
-    }
-    serde_json::from_str(&text).map_err(not_ours)
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct ResultsDoc {

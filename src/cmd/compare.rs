@@ -15,6 +15,8 @@ use crate::escape::printable;
 use crate::export::write_atomically;
 use crate::output::print_line;
 use crate::output_target::Target;
+
+mod inputs;
 use crate::results::{MemoryFields, PathFields, PostingFields, Record, ResultsDoc};
 
 /// One file's identity in the comparison.
@@ -436,11 +438,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     }
     let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
     crate::output_target::check(&targets, &inputs)?;
-    let docs: Vec<(String, ResultsDoc)> = args
-        .files
-        .iter()
-        .map(|p| Ok((p.display().to_string(), load(p)?)))
-        .collect::<Result<_>>()?;
+    let docs = inputs::load_all(&args.files)?;
     if !args.force {
         check_conditions(&docs)?;
     }

@@ -27,7 +27,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
             "--duration and --iters both given: choose one way to end each size",
         ));
     }
-    let spec = LatencySpec {
+    let mut spec = LatencySpec {
         verb,
         mode,
         transport: match super::setup::parse_transports(&a.transport)?.as_slice() {
@@ -54,6 +54,10 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         live: super::setup::live_from_args(a)?,
         memory: super::setup::memory_from_args(a)?,
     };
+    if a.all {
+        // perftest's -a leaves out what UD cannot carry under --mtu.
+        spec.drop_ud_sizes_over_mtu();
+    }
     spec.validate()?;
     Ok(spec)
 }

@@ -23,6 +23,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let sink = ResultsSink::new(args.json.clone(), args.csv.clone())
         .with_markdown("--markdown", args.markdown.clone());
     sink.check_writable()?;
+    super::setup::check_cpus("--cpu", args.device.cpu.as_deref())?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let capped = args
         .all

@@ -93,6 +93,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .check_targets(&config)?,
         None => crate::output_target::check_out_dir("--out", &args.out)?,
     }
+    // --cpu wins over the file's `cpu =`; either is checked before the device opens.
+    match (&args.device.cpu, &exp.cpu) {
+        (Some(cpu), _) => super::setup::check_cpus("--cpu", Some(cpu))?,
+        (None, file) => super::setup::check_cpus(
+            &format!("{}: key 'cpu' =", args.config.display()),
+            file.as_deref(),
+        )?,
+    }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;

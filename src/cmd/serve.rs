@@ -22,11 +22,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     crate::spec::check_timeout(args.timeout)?;
     let budget = Arc::new(memory_budget(args.max_memory.as_deref())?);
     let addr = super::setup::bind_address(&args.bind, args.port)?;
+    // What needs no device is decided before it opens.
+    super::setup::check_cpus("--cpu", args.device.cpu.as_deref())?;
+    let listener = TcpListener::bind(addr)
+        .map_err(|e| Error::usage(format!("--bind {addr}: cannot listen: {e}")))?;
     let mut port = Port::open(&DeviceChoice::from(&args.device))?;
     port.cm_port = args.cm_port.unwrap_or(0);
     let port = Arc::new(port);
-    let listener = TcpListener::bind(addr)
-        .map_err(|e| Error::usage(format!("--bind {addr}: cannot listen: {e}")))?;
     if args.bind == "0.0.0.0" || args.bind == "::" || args.bind == "[::]" {
         eprintln!(
             "serve: warning: listening on every interface ({addr}); anyone who can reach this port can run tests against {} (use --bind ADDR to restrict)",

@@ -202,6 +202,22 @@ pub fn bind_address(bind: &str, port: u16) -> Result<SocketAddr> {
     Ok(SocketAddr::new(ip, port))
 }
 
+/// Refuses a CPU list (`who` says where it came from: `--cpu`, or a file's
+/// key) naming CPUs this process may not use. It needs no device, so every
+/// command calls it before `Port::open`: on a host without a device the
+/// user hears about the list, not about the device.
+pub fn check_cpus(who: &str, cpus: Option<&[usize]>) -> Result<()> {
+    let Some(cpus) = cpus else {
+        return Ok(());
+    };
+    crate::affinity::check_user(cpus, &crate::affinity::allowed_cpus()).map_err(|e| {
+        Error::usage(format!(
+            "{who} {}: {e}",
+            crate::affinity::format_cpu_list(cpus)
+        ))
+    })
+}
+
 /// Plans the CPUs of this process's measuring threads (`--cpu`, else the
 /// device's NUMA node, else any; client and server threads apart) and
 /// installs the plan they pin to. Returns what to record as `affinity` and

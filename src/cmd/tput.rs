@@ -130,7 +130,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
             )));
         }
     }
-    let spec = TputSpec {
+    let mut spec = TputSpec {
         verb,
         direction,
         inline: super::perftest::inline(a)?,
@@ -158,6 +158,14 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         return Err(Error::usage(
             "--duration and --iters both given: choose one way to end each point",
         ));
+    }
+    if a.all {
+        // perftest's -a leaves out what UD cannot carry under --mtu.
+        if let Some(m) = spec.path.mtu {
+            if spec.drop_ud_points_over_mtu().is_some() {
+                skipped.push(format!("a UD size is above --mtu {m} (-a)"));
+            }
+        }
     }
     spec.validate()?;
     skipped.sort();

@@ -34,17 +34,23 @@ impl PeerWatch {
     pub fn start(ctl: &dyn Control) -> PeerWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(Mutex::new(None));
-        let thread = ctl.hangup_fd().map(|fd| {
+        // A thread that cannot be had (memory limits) leaves the point
+        // unwatched rather than panicking: its own bounded waits and the
+        // connection's --timeout still end it if the peer goes.
+        let thread = ctl.hangup_fd().and_then(|fd| {
             let (stop, ended) = (stop.clone(), ended.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(h) = wait_hangup(fd, SLICE) {
-                        *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
-                        abort_all();
-                        return;
+            std::thread::Builder::new()
+                .name("peer-watch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Some(h) = wait_hangup(fd, SLICE) {
+                            *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+                            abort_all();
+                            return;
+                        }
                     }
-                }
-            })
+                })
+                .ok()
         });
         PeerWatch {
             stop,

@@ -56,6 +56,22 @@ impl LatencySpec {
         self.mode == LatencyMode::PingPong
     }
 
+    /// `--mtu` on a UD run: a payload above it can never be sent, whatever
+    /// the device, so that is decided before the device opens.
+    fn ud_mtu_given(&self) -> Option<u32> {
+        self.path.mtu.filter(|_| self.transport == Transport::Ud)
+    }
+
+    /// `-a` with a UD `--mtu`: the sizes above it are left out (as
+    /// perftest caps them), not refused. Returns the note to print, if any.
+    pub fn drop_ud_sizes_over_mtu(&mut self) -> Option<String> {
+        let m = self.ud_mtu_given()?;
+        let before = self.sizes.len();
+        self.sizes.retain(|&z| z <= m);
+        let dropped = before - self.sizes.len();
+        (dropped > 0).then(|| format!("-a: {dropped} UD points above the --mtu of {m} left out"))
+    }
+
     /// Host-side checks: everything that does not need the device.
     pub fn validate(&self) -> Result<()> {
         let verb = self.verb.name();
@@ -100,6 +116,14 @@ impl LatencySpec {
         if self.sizes.is_empty() {
             return Err(Error::usage("--size: give at least one size"));
         }
+        // A spec from the wire is bounded as the command line's is.
+        if self.sizes.len() as u64 > crate::sweep::MAX_POINTS {
+            return Err(Error::usage(format!(
+                "--size: {} sizes exceed the limit of {} points per run",
+                self.sizes.len(),
+                crate::sweep::MAX_POINTS
+            )));
+        }
         for &s in &self.sizes {
             if self.verb == VerbKind::Atomic && s != ATOMIC_SIZE {
                 return Err(Error::usage(format!(
@@ -110,6 +134,14 @@ impl LatencySpec {
                 check_size_zero(self.verb, self.mode == LatencyMode::PingPong)?;
             }
             check_range("--size", s, 0, MAX_SIZE, "")?;
+        }
+        if let Some(m) = self.ud_mtu_given() {
+            if self.max_size() > m {
+                return Err(Error::usage(format!(
+                    "--size {} exceeds the UD MTU of {m} given by --mtu",
+                    self.max_size()
+                )));
+            }
         }
         check_sge(self.sge, self.verb, self.sizes.iter().copied())?;
         let inlines = self.inline.largest_inlined(self.sizes.iter().copied());

@@ -127,6 +127,14 @@ impl Load {
 /// saturated rate (`10%`, up to 100%) and `max`.
 pub fn parse_loads(text: &str) -> Result<Vec<Load>> {
     let bad = |item: &str, why: &str| Error::usage(format!("--under-load {item}: {why}"));
+    // Counted before any item is parsed: the duplicate check below is
+    // quadratic, so its input stays within the limit.
+    let items = text.split(',').count();
+    if items > MAX_LOADS {
+        return Err(Error::usage(format!(
+            "--under-load: {items} loads, more than the limit of {MAX_LOADS}"
+        )));
+    }
     let mut out = Vec::new();
     for item in text.split(',').map(str::trim) {
         let load = if item.eq_ignore_ascii_case("max") {
@@ -162,12 +170,6 @@ pub fn parse_loads(text: &str) -> Result<Vec<Load>> {
             return Err(bad(item, "given twice"));
         }
         out.push(load);
-    }
-    if out.len() > MAX_LOADS {
-        return Err(Error::usage(format!(
-            "--under-load: {} loads, more than the limit of {MAX_LOADS}",
-            out.len()
-        )));
     }
     Ok(out)
 }

@@ -241,6 +241,14 @@ impl TputSpec {
         if self.points.is_empty() {
             return Err(Error::usage("no points to measure"));
         }
+        // A spec from the wire is bounded as the command line's is.
+        if self.points.len() as u64 > crate::sweep::MAX_POINTS {
+            return Err(Error::usage(format!(
+                "{} points exceed the limit of {} per run",
+                self.points.len(),
+                crate::sweep::MAX_POINTS
+            )));
+        }
         self.live.validate(self.points.len())?;
         if self.live.forever && self.direction == Direction::Outbound && !self.bidirectional {
             return Err(Error::usage(
@@ -370,6 +378,17 @@ impl TputSpec {
         Ok(())
     }
 
+    /// `-a` with a UD `--mtu`: the UD points above it are left out (as
+    /// perftest caps them), not refused. Returns the note to print, if any.
+    pub fn drop_ud_points_over_mtu(&mut self) -> Option<String> {
+        let m = self.path.mtu?;
+        let before = self.points.len();
+        self.points
+            .retain(|p| p.transport != Transport::Ud || p.size <= m);
+        let dropped = before - self.points.len();
+        (dropped > 0).then(|| format!("-a: {dropped} UD points above the --mtu of {m} left out"))
+    }
+
     fn validate_point(&self, p: &TputPoint) -> Result<()> {
         let verb = self.verb.name();
         let t = p.transport;
@@ -406,6 +425,14 @@ impl TputSpec {
             check_size_zero(self.verb, false)?;
         }
         check_range("--size", p.size, 0, MAX_SIZE, "")?;
+        if let Some(m) = self.path.mtu.filter(|_| t == Transport::Ud) {
+            if p.size > m {
+                return Err(Error::usage(format!(
+                    "--size {} exceeds the UD MTU of {m} given by --mtu",
+                    p.size
+                )));
+            }
+        }
         check_range("--qps", p.qps, 1, MAX_QPS, "")?;
         check_range("--threads", p.threads, 1, MAX_THREADS, "")?;
         if p.total_qps() > MAX_QPS {
