@@ -160,7 +160,11 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
     let cx = Ctx { file, text };
     let raw: ExperimentFile = toml::from_str(text).map_err(|e| {
         let at = e.span().map(|s| s.start).unwrap_or(0);
-        cx.err(at, e.message().trim())
+        // serde's type errors name no key: name the top-level key whose value it is in.
+        match top_level_key_at(text, at) {
+            Some((key, key_at)) => cx.err(key_at, format!("key '{key}': {}", e.message().trim())),
+            None => cx.err(at, e.message().trim()),
+        }
     })?;
     let name = raw.name.get_ref().trim().to_string();
     if name.is_empty()
@@ -252,6 +256,15 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
         cpu,
         series,
     })
+}
+
+/// The top-level key whose value holds byte `at`, and where that value
+/// starts (`None`: the text is not TOML, or `at` is in no value).
+fn top_level_key_at(text: &str, at: usize) -> Option<(String, usize)> {
+    let doc: Table = toml::from_str(text).ok()?;
+    doc.iter()
+        .find(|(k, v)| v.span().contains(&at) || k.span().contains(&at))
+        .map(|(k, v)| (printable(k.get_ref()).into_owned(), v.span().start))
 }
 
 fn check_keys(cx: &Ctx, table: &Table, defaults: bool) -> Result<()> {
