@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-
 use crate::error::{Error, Result};
 use crate::export::write_atomically;
 

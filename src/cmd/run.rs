@@ -42,7 +42,12 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    let exp = experiment::load(&args.config)?;
+    let exp = experiment::load(
+        &args.config,
+        &experiment::RunContext {
+            connect: args.connect.clone(),
+        },
+    )?;
     let forever = exp.series.iter().any(|s| s.plan.forever());
     if forever && exp.series.len() > 1 {
         return Err(Error::usage(format!(
@@ -61,6 +66,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
             print_line(&line)?;
         }
         return Ok(());
+    }
+    if !args.quiet {
+        // Which [defaults] each series took, said before anything is opened.
+        for s in &exp.series {
+            if let Some(note) = s.defaults_note() {
+                print_line(&format!("# series '{}': {note}", printable(&s.label)))?;
+            }
+        }
     }
     if let Some(target) = &args.connect {
         super::setup::resolve(target)?;

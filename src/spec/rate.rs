@@ -32,9 +32,7 @@ impl RateLimit {
     /// `--under-load` load the user gave).
     pub fn validate_as(&self, who: &str) -> Result<()> {
         if !self.mops.is_finite() || self.mops <= 0.0 {
-            return Err(Error::usage(format!(
-                "{who}: expected a rate above 0 Mops"
-            )));
+            return Err(Error::usage(format!("{who}: expected a rate above 0 Mops")));
         }
         if self.mops > MAX_RATE_MOPS {
             return Err(Error::usage(format!(
@@ -207,14 +205,20 @@ mod tests {
         assert!((r.offered_mops(4) - 1.0).abs() < 1e-12);
         let q = RateLimit { per_qp: true, ..r };
         assert!((q.offered_mops(4) - 4.0).abs() < 1e-12);
-        assert!(r.validate_point(128, 1, 4, 1.0, "--rate", "raise it").is_ok());
+        assert!(r
+            .validate_point(128, 1, 4, 1.0, "--rate", "raise it")
+            .is_ok());
         let big = RateLimit {
             burst: Some(256),
             ..r
         };
-        assert!(big.validate_point(128, 1, 4, 1.0, "--rate", "raise it").is_err());
+        assert!(big
+            .validate_point(128, 1, 4, 1.0, "--rate", "raise it")
+            .is_err());
         let tiny = RateLimit { mops: 1e-9, ..r };
-        assert!(tiny.validate_point(128, 1, 4, 1.0, "--rate", "raise it").is_err());
+        assert!(tiny
+            .validate_point(128, 1, 4, 1.0, "--rate", "raise it")
+            .is_err());
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9] {
             assert!(RateLimit { mops: bad, ..r }.validate().is_err());
         }
