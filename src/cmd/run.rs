@@ -67,14 +67,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
         return Ok(());
     }
-    if !args.quiet {
-        // Which [defaults] each series took, said before anything is opened.
-        for s in &exp.series {
-            if let Some(note) = s.defaults_note() {
-                print_line(&format!("# series '{}': {note}", printable(&s.label)))?;
-            }
-        }
-    }
     if let Some(target) = &args.connect {
         super::setup::resolve(target)?;
     }
@@ -105,6 +97,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )
         .check_targets(&config)?,
         None => crate::output_target::check_out_dir("--out", &args.out)?,
+    }
+    if !args.quiet {
+        // Which [defaults] each series took, said before anything is opened.
+        for s in &exp.series {
+            if let Some(note) = s.defaults_note() {
+                print_line(&format!("# series '{}': {note}", printable(&s.label)))?;
+            }
+        }
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;

@@ -117,7 +117,15 @@ impl Checker {
             // What depends on the group (--bidirectional, --forever) with the group MPI gives.
             let mut spec = spec.clone();
             spec.group = clients;
-            spec.validate().map_err(plan_blame)?;
+            spec.validate().map_err(|e| {
+                let mut b = plan_blame(e);
+                if b.key == "group" && !argv.iter().any(|a| a.starts_with("--group=")) {
+                    // The group is MPI's, not a key of the file: blame what needs another.
+                    let (_, rest) = b.msg.split_once(':').unwrap_or(("", &b.msg));
+                    b.key = super::option_in(rest).unwrap_or_else(|| "verb".into());
+                }
+                b
+            })?;
         }
         Ok(plan)
     }
@@ -136,6 +144,9 @@ fn plan_blame(e: Error) -> Blame {
     Blame { key, msg }
 }
 
+/// A key with its value as the command line spells it (`None`: a flag set to false).
+pub(super) type KeyArg = (&'static str, Option<String>);
+
 /// What one default did for a series.
 pub(super) enum Outcome {
     Applied,
@@ -153,8 +164,8 @@ pub(super) enum Outcome {
 /// (`offsets` needs `region`).
 pub(super) fn decide(
     checker: &Checker,
-    pending: &[(&'static str, Option<String>)],
-    argv_with: &dyn Fn(&[(&'static str, Option<String>)]) -> Vec<String>,
+    pending: &[KeyArg],
+    argv_with: &dyn Fn(&[KeyArg]) -> Vec<String>,
 ) -> Result<Vec<(&'static str, Outcome)>, Blame> {
     let mut applied: Vec<(&'static str, Option<String>)> = Vec::new();
     let mut open: Vec<&(&'static str, Option<String>)> = pending.iter().collect();
