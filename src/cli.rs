@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+mod utf8;
+
 use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
 
 /// The default TCP port of `serve` (perftest's).
@@ -421,12 +423,41 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let matches = Cli::command().try_get_matches_from(argv)?;
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let cmd = command();
+    let matches = match cmd.clone().try_get_matches_from(&argv) {
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            return Err(match utf8::invalid_utf8(&cmd, &argv) {
+                Some(msg) => clap::Error::raw(clap::error::ErrorKind::InvalidUtf8, msg),
+                None => e,
+            })
+        }
+        other => other?,
+    };
     let mut cli = Cli::from_arg_matches(&matches)?;
     if let (Some((_, sub)), Some(a)) = (matches.subcommand(), cli.command.measurement_args_mut()) {
         a.given = given(sub);
     }
     Ok(cli)
+}
+
+/// The command tree every parse and every generated page uses. Each
+/// value-taking argument accepts a value that looks like a negative number,
+/// so `--region -1` is refused by `--region`'s own parser, naming it, rather
+/// than as an "unexpected argument '-1'" (flags are unaffected: clap only
+/// applies this to tokens that parse as numbers).
+pub fn command() -> clap::Command {
+    fn negatives(cmd: clap::Command) -> clap::Command {
+        cmd.mut_args(|a| {
+            if a.get_action().takes_values() {
+                a.allow_negative_numbers(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(negatives)
+    }
+    negatives(Cli::command())
 }
 
 fn given(m: &ArgMatches) -> Vec<String> {
@@ -504,5 +535,28 @@ pub fn one_line(e: &clap::Error) -> String {
         "error: bad arguments".into()
     } else {
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every value-taking argument of every subcommand takes a negative
+    /// number as its value, so its own parser names it when refusing one.
+    #[test]
+    fn every_value_taking_argument_accepts_negative_numbers() {
+        fn walk(cmd: &clap::Command) {
+            for a in cmd.get_arguments() {
+                if a.get_action().takes_values() {
+                    assert!(
+                        a.is_allow_negative_numbers_set(),
+                        "{} --{:?}",
+                        cmd.get_name(),
+                        a.get_long()
+                    );
+                }
+            }
+            cmd.get_subcommands().for_each(walk);
+        }
+        walk(&super::command());
     }
 }

@@ -4,15 +4,12 @@
 
 use std::path::Path;
 
-use clap::CommandFactory;
-
-use crate::cli::Cli;
 use crate::error::{Error, Result};
 use crate::export::write_atomically;
 
 /// The completion script for `shell` on stdout.
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
-    let mut cmd = Cli::command();
+    let mut cmd = crate::cli::command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "rdma-bench", &mut out);
     let mut text =
@@ -42,7 +39,7 @@ pub fn manpages(dir: &Path) -> Result<()> {
             dir.display()
         )));
     }
-    let cmd = Cli::command();
+    let cmd = crate::cli::command();
     let mut pages = vec![("rdma-bench".to_string(), cmd.clone())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("rdma-bench-{}", sub.get_name());

@@ -112,6 +112,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     }
     // Every client rank is in the one group: points start and stop together.
     spec.group = (size - 1) as u32;
+    // What depends on the group (--bidirectional, --forever) is checked again.
+    spec.validate()?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let clock = Clock::calibrate(Duration::from_millis(10))?;
     let host = mpi::environment::processor_name().unwrap_or_else(|_| "?".into());

@@ -102,8 +102,20 @@ impl Plan {
         (dropped > 0).then(|| format!("-a: {dropped} UD points above {why} left out"))
     }
 
-    /// Validates the arguments (exit 2 on bad input) before anything is opened.
+    /// Validates the arguments (exit 2 on bad input) before anything is
+    /// opened, `--connect`'s name resolution included.
     pub fn from_args(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
+        let plan = Self::from_args_unresolved(verb, args)?;
+        // Last: the only check that may wait (on name resolution).
+        if let Some(target) = &args.connect {
+            super::setup::resolve(target)?;
+        }
+        Ok(plan)
+    }
+
+    /// `from_args` without resolving `--connect`: an experiment checks each
+    /// series against the run's target, which `run` resolves once.
+    pub fn from_args_unresolved(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
         if let Some(loads) = &args.under_load {
             if args.interval.is_some() || args.forever {
                 return Err(Error::usage(format!(
@@ -113,9 +125,6 @@ impl Plan {
             }
             // Its own rules for which options apply (the probe's and the background's).
             let spec = super::under_load::spec_from_args(verb, args, loads)?;
-            if let Some(target) = &args.connect {
-                super::setup::resolve(target)?;
-            }
             return Ok(Plan::UnderLoad(spec));
         }
         let tput = args.tput.is_some();
@@ -133,10 +142,6 @@ impl Plan {
         } else {
             Plan::Latency(super::latency::spec_from_args(verb, args)?)
         };
-        // Last: the only check that may wait (on name resolution).
-        if let Some(target) = &args.connect {
-            super::setup::resolve(target)?;
-        }
         Ok(plan)
     }
 

@@ -42,7 +42,12 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    let exp = experiment::load(&args.config)?;
+    let exp = experiment::load(
+        &args.config,
+        &experiment::RunContext {
+            connect: args.connect.clone(),
+        },
+    )?;
     let forever = exp.series.iter().any(|s| s.plan.forever());
     if forever && exp.series.len() > 1 {
         return Err(Error::usage(format!(
@@ -100,6 +105,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
             &format!("{}: key 'cpu' =", args.config.display()),
             file.as_deref(),
         )?,
+    }
+    if !args.quiet {
+        // Which [defaults] each series took, said before anything is opened.
+        for s in &exp.series {
+            if let Some(note) = s.defaults_note() {
+                print_line(&format!("# series '{}': {note}", printable(&s.label)))?;
+            }
+        }
     }
     std::fs::create_dir_all(&args.out)
         .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;

@@ -98,25 +98,47 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs, text: &str) -> Result<UnderL
         burst: a.burst,
     };
     any.validate()?;
-    any.validate_point(p.window, p.postlist, p.total_qps(), SATURATION_WINDOW_S)?;
+    any.validate_point(
+        p.window,
+        p.postlist,
+        p.total_qps(),
+        SATURATION_WINDOW_S,
+        "--under-load",
+        "lower --burst",
+    )?;
     for load in &spec.loads {
         if let Load::Mops(m) = load {
-            spec.loaded(Some(*m))?;
+            spec.loaded(Some(*m), &format!("--under-load {}", load.label()))?;
         }
     }
     Ok(spec)
 }
 
 impl UnderLoadSpec {
-    /// The background spec at an offered rate (`None`: unlimited), checked.
-    fn loaded(&self, offered: Option<f64>) -> Result<TputSpec> {
+    /// The background spec at an offered rate (`None`: unlimited), checked;
+    /// `who` names the load the rate comes from, as the user gave it (the
+    /// user typed no `--rate`, and the background's window is fixed, so
+    /// only the load can be raised).
+    fn loaded(&self, offered: Option<f64>, who: &str) -> Result<TputSpec> {
         let mut bg = self.background.clone();
+        bg.validate()?;
         bg.rate = offered.map(|mops| RateLimit {
             mops,
             per_qp: false,
             burst: self.burst,
         });
-        bg.validate()?;
+        if let Some(r) = &bg.rate {
+            r.validate_as(who)?;
+            let p = &bg.points[0];
+            r.validate_point(
+                p.window,
+                bg.wrs_per_post(p),
+                p.total_qps(),
+                bg.duration_s,
+                who,
+                "raise the load",
+            )?;
+        }
         Ok(bg)
     }
 
@@ -149,7 +171,7 @@ impl UnderLoadSpec {
         // are of what the background can do while latency is measured.
         let mut at_max = None;
         let saturated = if self.needs_saturation() {
-            let bg = self.loaded(None)?;
+            let bg = self.loaded(None, "--under-load max")?;
             let point = self.point(&bg, &at)?;
             let mops = point.0.report.mops;
             at_max = Some((bg, point));
@@ -162,7 +184,15 @@ impl UnderLoadSpec {
                 (Load::Max, Some(measured)) => measured,
                 (_, kept) => {
                     at_max = kept;
-                    let bg = self.loaded(load.offered_mops(saturated))?;
+                    let offered = load.offered_mops(saturated);
+                    let who = match (offered, saturated) {
+                        (Some(m), Some(s)) if matches!(load, Load::Fraction(_)) => format!(
+                            "--under-load {} ({m:.6} Mops of the saturated {s:.6})",
+                            load.label()
+                        ),
+                        _ => format!("--under-load {}", load.label()),
+                    };
+                    let bg = self.loaded(offered, &who)?;
                     let point = self.point(&bg, &at)?;
                     (bg, point)
                 }

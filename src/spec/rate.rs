@@ -23,18 +23,20 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
-    /// Host-side checks of the limit alone.
+    /// Host-side checks of the limit alone, as `--rate`.
     pub fn validate(&self) -> Result<()> {
+        self.validate_as(&format!("--rate {}", self.mops))
+    }
+
+    /// `validate`, naming the rate as `who` (the `--rate` or the
+    /// `--under-load` load the user gave).
+    pub fn validate_as(&self, who: &str) -> Result<()> {
         if !self.mops.is_finite() || self.mops <= 0.0 {
-            return Err(Error::usage(format!(
-                "--rate {}: expected a rate above 0 Mops",
-                self.mops
-            )));
+            return Err(Error::usage(format!("{who}: expected a rate above 0 Mops")));
         }
         if self.mops > MAX_RATE_MOPS {
             return Err(Error::usage(format!(
-                "--rate {}: above the limit of {MAX_RATE_MOPS} Mops",
-                self.mops
+                "{who}: above the limit of {MAX_RATE_MOPS} Mops"
             )));
         }
         if self.burst == Some(0) {
@@ -64,13 +66,17 @@ impl RateLimit {
     }
 
     /// Checks the limit against one point: a refill fits in a QP's
-    /// window, and each QP gets at least one postlist in the window.
+    /// window, and each QP gets at least one postlist in the window. `who`
+    /// names the rate as the user gave it (`--rate 0.5`, `--under-load 1%`)
+    /// and `hint` says what would fix a rate too low.
     pub fn validate_point(
         &self,
         window: u32,
         postlist: u32,
         total_qps: u32,
         duration_s: f64,
+        who: &str,
+        hint: &str,
     ) -> Result<()> {
         let burst = self.burst_for(postlist);
         if burst > window {
@@ -81,8 +87,7 @@ impl RateLimit {
         let per_window = self.per_qp_ops(total_qps) * duration_s;
         if per_window < f64::from(postlist.max(burst)) {
             return Err(Error::usage(format!(
-                "--rate {}: each of {total_qps} QPs would post {per_window:.2} WRs in the {duration_s} s window, fewer than one refill of {} (raise --rate or --duration)",
-                self.mops,
+                "{who}: each of {total_qps} QPs would post {per_window:.2} WRs in the {duration_s} s window, fewer than one refill of {} ({hint})",
                 postlist.max(burst)
             )));
         }
@@ -202,14 +207,20 @@ mod tests {
         assert!((r.offered_mops(4) - 1.0).abs() < 1e-12);
         let q = RateLimit { per_qp: true, ..r };
         assert!((q.offered_mops(4) - 4.0).abs() < 1e-12);
-        assert!(r.validate_point(128, 1, 4, 1.0).is_ok());
+        assert!(r
+            .validate_point(128, 1, 4, 1.0, "--rate", "raise it")
+            .is_ok());
         let big = RateLimit {
             burst: Some(256),
             ..r
         };
-        assert!(big.validate_point(128, 1, 4, 1.0).is_err());
+        assert!(big
+            .validate_point(128, 1, 4, 1.0, "--rate", "raise it")
+            .is_err());
         let tiny = RateLimit { mops: 1e-9, ..r };
-        assert!(tiny.validate_point(128, 1, 4, 1.0).is_err());
+        assert!(tiny
+            .validate_point(128, 1, 4, 1.0, "--rate", "raise it")
+            .is_err());
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9] {
             assert!(RateLimit { mops: bad, ..r }.validate().is_err());
         }

@@ -471,7 +471,14 @@ impl TputSpec {
             } else {
                 self.duration_s
             };
-            r.validate_point(p.window, self.wrs_per_post(p), p.total_qps(), window_s)?;
+            r.validate_point(
+                p.window,
+                self.wrs_per_post(p),
+                p.total_qps(),
+                window_s,
+                &format!("--rate {}", r.mops),
+                "raise --rate or --duration",
+            )?;
         }
         Ok(())
     }

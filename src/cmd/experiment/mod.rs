@@ -10,10 +10,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::plan::Plan;
-use crate::cli;
 use crate::error::{Error, Result};
 use crate::escape::{printable, shell_word};
-use crate::spec::VerbKind;
 
 /// Keys a series (or `[defaults]`) may have besides `label`, `verb`, `metric`
 /// and `direction`, each with the kind of value it takes: each maps to the
@@ -105,6 +103,23 @@ pub struct Series {
     pub plan: Plan,
     /// The command line this series is (for printing launcher lines).
     pub argv: Vec<String>,
+    /// Each `[defaults]` key the series does not set itself: `None` when it
+    /// applied, else why it was left out.
+    pub defaults: Vec<(String, Option<String>)>,
+}
+
+impl Series {
+    /// The plan's line about this series' defaults.
+    pub fn defaults_note(&self) -> Option<String> {
+        defaults::note(&self.defaults)
+    }
+}
+
+/// What a run gives every series besides its file: the `--connect` target
+/// (checks such as `--group` depend on it).
+#[derive(Debug, Clone, Default)]
+pub struct RunContext {
+    pub connect: Option<String>,
 }
 
 /// Where an experiment runs: here (loopback or --connect), or under MPI.
@@ -149,18 +164,28 @@ impl Ctx<'_> {
     }
 }
 
-pub fn load(path: &Path) -> Result<Experiment> {
+pub fn load(path: &Path, run: &RunContext) -> Result<Experiment> {
     let file = path.display().to_string();
     let text = crate::input::read_text(path, crate::input::MAX_EXPERIMENT_BYTES)?;
-    parse(&file, &text)
+    parse_in(&file, &text, run)
 }
 
-/// Parses and validates an experiment; `file` names it in errors.
+/// Parses and validates an experiment for a run without `--connect`.
 pub fn parse(file: &str, text: &str) -> Result<Experiment> {
+    parse_in(file, text, &RunContext::default())
+}
+
+/// Parses and validates an experiment as `run` with `run`'s context would
+/// run it; `file` names it in errors.
+pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> {
     let cx = Ctx { file, text };
     let raw: ExperimentFile = toml::from_str(text).map_err(|e| {
         let at = e.span().map(|s| s.start).unwrap_or(0);
-        cx.err(at, e.message().trim())
+        // serde's type errors name no key: name the top-level key whose value it is in.
+        match top_level_key_at(text, at) {
+            Some((key, key_at)) => cx.err(key_at, format!("key '{key}': {}", e.message().trim())),
+            None => cx.err(at, e.message().trim()),
+        }
     })?;
     let name = raw.name.get_ref().trim().to_string();
     if name.is_empty()
@@ -217,7 +242,17 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
         let at = table.span().start;
         let table = table.get_ref();
         check_keys(&cx, table, false)?;
-        let s = build_series(&cx, i, at, &defaults, table)?;
+        let s = series::build_series(
+            &cx,
+            i,
+            at,
+            &defaults,
+            table,
+            &series::Context {
+                run,
+                launcher: &launcher,
+            },
+        )?;
         let label_at = table
             .iter()
             .find(|(k, _)| k.get_ref() == "label")
@@ -252,6 +287,15 @@ pub fn parse(file: &str, text: &str) -> Result<Experiment> {
         cpu,
         series,
     })
+}
+
+/// The top-level key whose value holds byte `at`, and where that value
+/// starts (`None`: the text is not TOML, or `at` is in no value).
+fn top_level_key_at(text: &str, at: usize) -> Option<(String, usize)> {
+    let doc: Table = toml::from_str(text).ok()?;
+    doc.iter()
+        .find(|(k, v)| v.span().contains(&at) || k.span().contains(&at))
+        .map(|(k, v)| (printable(k.get_ref()).into_owned(), v.span().start))
 }
 
 fn check_keys(cx: &Ctx, table: &Table, defaults: bool) -> Result<()> {
@@ -355,161 +399,6 @@ fn as_arg(key: &str, v: &toml::Value) -> std::result::Result<Option<String>, Str
     }
 }
 
-fn build_series(
-    cx: &Ctx,
-    index: usize,
-    table_at: usize,
-    defaults: &Table,
-    table: &Table,
-) -> Result<Series> {
-    // The series' own keys override [defaults].
-    let mut merged: BTreeMap<String, &Spanned<toml::Value>> = BTreeMap::new();
-    for (k, v) in defaults.iter().chain(table.iter()) {
-        merged.insert(k.get_ref().clone(), v);
-    }
-    let own = |key: &str| table.keys().any(|k| k.get_ref() == key);
-    let first_key = table
-        .keys()
-        .map(|k| k.span().start)
-        .min()
-        .unwrap_or(table_at);
-    let text_of = |key: &str| -> Result<Option<(String, usize)>> {
-        match merged.get(key) {
-            None => Ok(None),
-            Some(v) => match v.get_ref() {
-                toml::Value::String(s) => Ok(Some((s.clone(), v.span().start))),
-                _ => Err(cx.err(v.span().start, format!("key '{key}': expected a string"))),
-            },
-        }
-    };
-    let (verb, verb_at) = text_of("verb")?.ok_or_else(|| {
-        cx.err(
-            first_key,
-            format!("series {}: key 'verb' is missing", index + 1),
-        )
-    })?;
-    let label = text_of("label")?
-        .map(|(l, _)| l)
-        .unwrap_or_else(|| format!("{verb} #{}", index + 1));
-    if label.trim().is_empty() {
-        return Err(cx.err(
-            merged
-                .get("label")
-                .map(|v| v.span().start)
-                .unwrap_or(first_key),
-            "key 'label': empty; a label names the series",
-        ));
-    }
-    // The line of a key; a missing direction is blamed on the metric that needs it.
-    let where_ = |key: &str| -> usize {
-        let at = |k: &str| merged.get(k).map(|v| v.span().start);
-        at(key)
-            .or_else(|| (key == "direction").then(|| at("metric")).flatten())
-            .unwrap_or(first_key)
-    };
-    let in_series = format!("series '{}'", printable(&label));
-    let verb_kind = match VerbKind::from_name(&verb) {
-        Some(v) => v,
-        None => {
-            let names: Vec<&str> = VerbKind::ALL.iter().map(|v| v.name()).collect();
-            return Err(cx.err(
-                verb_at,
-                format!(
-                    "key 'verb' ({in_series}): '{verb}' is not one of {}",
-                    names.join(", ")
-                ),
-            ));
-        }
-    };
-    let mut argv: Vec<String> = vec!["rdma-bench".into(), verb.clone()];
-    let mut tput = false;
-    match text_of("metric")? {
-        None => {}
-        Some((m, _)) if m == "latency" => {}
-        Some((m, _)) if m == "throughput" => {
-            tput = true;
-            // A [defaults] direction does not apply to echo (which has none).
-            let direction = if verb_kind == VerbKind::Echo && !own("direction") {
-                String::new()
-            } else {
-                text_of("direction")?.map(|(d, _)| d).unwrap_or_default()
-            };
-            argv.push(if direction.is_empty() {
-                "--tput".to_string()
-            } else {
-                format!("--tput={direction}")
-            });
-        }
-        Some((m, at)) => {
-            return Err(cx.err(
-                at,
-                format!("key 'metric' ({in_series}): '{m}' is not latency or throughput"),
-            ))
-        }
-    }
-    if own("direction") && !tput {
-        return Err(cx.err(
-            where_("direction"),
-            format!("key 'direction' ({in_series}): only for metric = \"throughput\""),
-        ));
-    }
-    for key in option_keys() {
-        let Some(v) = merged.get(key) else { continue };
-        // Types are checked wherever the key comes from...
-        let text = as_arg(key, v.get_ref())
-            .map_err(|e| cx.err(v.span().start, format!("key '{key}' ({in_series}): {e}")))?;
-        // ...but a [defaults] key applies only where it makes sense; the
-        // series' own keys are checked (and refused) as the command line's.
-        let skip = if merged.contains_key("under_load") {
-            cli::inapplicable_under_load(key, verb_kind).is_some()
-        } else {
-            cli::inapplicable(key, verb_kind, tput).is_some()
-        };
-        if !own(key) && skip {
-            continue;
-        }
-        let flag = format!("--{}", key.replace('_', "-"));
-        match text {
-            None => {}
-            Some(t) if expect(key) == Expect::Flag && t.is_empty() => argv.push(flag),
-            Some(t) => argv.push(format!("{flag}={t}")),
-        }
-    }
-    // Parse and validate exactly as the command line would.
-    let cli = cli::parse_from(&argv).map_err(|e| {
-        let line = cli::one_line(&e);
-        let first = line.trim_start_matches("error: ");
-        let key = clap_key(&e)
-            .or_else(|| option_in(first))
-            .unwrap_or_else(|| "verb".into());
-        cx.err(where_(&key), format!("key '{key}' ({in_series}): {first}"))
-    })?;
-    let args = match cli.command.measurement() {
-        Some((_, a)) => a,
-        None => {
-            return Err(cx.err(
-                verb_at,
-                format!("key 'verb' ({in_series}): not a measuring command"),
-            ))
-        }
-    };
-    let plan = Plan::from_args(verb_kind, args).map_err(|e| {
-        let msg = e.to_string();
-        let key = option_in(&msg).unwrap_or_else(|| "verb".into());
-        let key = if key == "tput" {
-            "direction".to_string()
-        } else {
-            key
-        };
-        cx.err(where_(&key), format!("key '{key}' ({in_series}): {msg}"))
-    })?;
-    Ok(Series {
-        label,
-        plan,
-        argv: argv[1..].to_vec(),
-    })
-}
-
 impl Experiment {
     /// The exact launcher lines for an MPI experiment, one per series (and
     /// per launcher: mpirun, srun). rdma-bench never starts remote processes.
@@ -529,7 +418,10 @@ impl Experiment {
                 args.join(" "),
                 shell_word(&json.display().to_string())
             );
-            lines.push(format!("# series '{}'", printable(&s.label)));
+            lines.push(match s.defaults_note() {
+                Some(note) => format!("# series '{}': {note}", printable(&s.label)),
+                None => format!("# series '{}'", printable(&s.label)),
+            });
             lines.push(format!("mpirun -np {ranks} {tail}"));
             lines.push(format!("srun -n {ranks} {tail}"));
         }
@@ -562,3 +454,6 @@ fn clap_key(e: &clap::Error) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+mod defaults;
+mod series;

@@ -101,7 +101,7 @@ fn every_shipped_config_parses() {
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "toml") {
-            let e = load(&path).unwrap_or_else(|e| panic!("{e}"));
+            let e = load(&path, &RunContext::default()).unwrap_or_else(|e| panic!("{e}"));
             assert!(e.points() > 0, "{}", path.display());
             n += 1;
         }
