@@ -1006,15 +1006,18 @@ fn an_interrupted_sweep_keeps_its_points_and_resumes() {
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
-fn a_million_iterations_stay_under_64_mib() {
-    let (doc, _) = latency(
-        "million",
-        &["write", "-s", "8", "-n", "1000000", "--warmup", "0"],
-    );
+fn a_long_run_stays_under_64_mib() {
+    // A duration, not a count: a slow machine must not take minutes, and a
+    // fast one runs millions of iterations (kept in a histogram, never as
+    // raw samples, so memory does not grow with them).
+    let (doc, _) = latency("long", &["write", "-s", "8", "-D", "8", "--warmup", "0"]);
     let r = doc.latency().next().unwrap();
-    assert_eq!(r.stats.samples, 1_000_000);
+    assert!(r.stats.samples > 1000, "{:?}", r.stats);
     let rss = doc.peak_rss_kib.expect("peak RSS recorded");
-    eprintln!("MEASURED: 1M-iteration WRITE latency run, peak RSS {rss} KiB");
+    eprintln!(
+        "MEASURED: 8 s WRITE latency run of {} iterations, peak RSS {rss} KiB",
+        r.stats.samples
+    );
     assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
 }
 
