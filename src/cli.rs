@@ -378,16 +378,10 @@ pub struct TestArgs {
 /// `-d`: a device name as the kernel spells them (at most 64 printable
 /// characters, no `/`), refused here rather than looked up.
 fn device_name(s: &str) -> Result<String, String> {
-    if s.is_empty() {
-        return Err("empty device name".into());
+    match crate::device_name::refusal(s) {
+        Some(why) => Err(why.into()),
+        None => Ok(s.to_string()),
     }
-    if s.len() > 64 || s.contains('/') || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return Err(
-            "not a device name (at most 64 characters, no '/', spaces or control characters)"
-                .into(),
-        );
-    }
-    Ok(s.to_string())
 }
 
 impl Command {

@@ -9,6 +9,20 @@
 const RXE_VENDOR_ID: u32 = 0xffffff;
 const SIW_VENDOR_ID: u32 = 0x626d74;
 
+/// Why `s` cannot name an RDMA device (None: it can). One rule for `-d` and
+/// `$RDMA_BENCH_DEVICE`.
+pub fn refusal(s: &str) -> Option<&'static str> {
+    if s.is_empty() {
+        return Some("empty device name");
+    }
+    if s.len() > 64 || s.contains('/') || s.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Some(
+            "not a device name (at most 64 characters, no '/', spaces or control characters)",
+        );
+    }
+    None
+}
+
 /// "ConnectX-6 (0x2c9:4123)" and the like; soft devices by their driver name.
 pub fn human_name(device: &str, vendor_id: u32, part_id: u32) -> String {
     let model = model(device, vendor_id, part_id);

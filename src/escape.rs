@@ -30,6 +30,20 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Bytes as text (an argument or environment value that is not UTF-8): each
+/// byte that is not part of valid UTF-8 as `\xNN`, control characters
+/// escaped as by [`printable`].
+pub fn bytes(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(&printable(chunk.valid()));
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 /// One shell word for POSIX shells (bash, zsh, dash): bare when it holds
 /// only characters no shell treats specially, else single-quoted; a word
 /// with control characters uses `$'...'` (bash, zsh, ksh, POSIX 2024) so a

@@ -279,6 +279,11 @@ fn keys_that_cannot_run_in_their_context_are_refused_naming_the_key() {
 #[test]
 fn errors_name_the_option_or_key_the_user_typed() {
     let cases: &[(&[&str], &str)] = &[
+        // Echo's under-load background is a WRITE stream, and says so.
+        (
+            &["echo", "--under-load", "10%", "--srq"],
+            "the --under-load background of echo is a WRITE stream",
+        ),
         // Negative values of every kind of value-taking option name it.
         (
             &["write", "--tput", "inbound", "--region", "-1"],
@@ -391,5 +396,38 @@ fn top_level_experiment_type_errors_name_the_key() {
     for (i, (body, needle)) in cases.iter().enumerate() {
         let cfg = toml_file(&dir, &format!("t{i}.toml"), body);
         refused(&["run", &cfg], &[needle, &format!("t{i}.toml:")]);
+    }
+}
+
+#[test]
+fn the_device_from_the_environment_is_held_to_the_rules_of_d() {
+    let cases: Vec<(OsString, &str)> = vec![
+        ("a b".into(), "$RDMA_BENCH_DEVICE a b: not a device name"),
+        (
+            "../rxe0".into(),
+            "$RDMA_BENCH_DEVICE ../rxe0: not a device name",
+        ),
+        ("x".repeat(65).into(), "at most 64 characters"),
+        (
+            OsString::from_vec(b"rxe\xff".to_vec()),
+            "$RDMA_BENCH_DEVICE: the value 'rxe\\xff' is not valid UTF-8",
+        ),
+    ];
+    for (value, needle) in cases {
+        for cmd in [&["write"][..], &["serve"], &["read", "--tput", "inbound"]] {
+            let out = std::process::Command::new(common::bin())
+                .args(cmd)
+                .env("RDMA_BENCH_DEVICE", &value)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = text(&out);
+            assert_eq!(out.status.code(), Some(2), "{value:?} {cmd:?}: {stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{value:?}: {stderr}");
+            assert!(
+                stderr.contains(needle),
+                "{value:?}: '{stderr}' lacks '{needle}'"
+            );
+            assert!(stdout.is_empty(), "{value:?}: {stdout}");
+        }
     }
 }

@@ -44,15 +44,35 @@ pub struct Port {
     pub cm_port: u16,
 }
 
+/// `$RDMA_BENCH_DEVICE`, held to the rules of `-d` (unset or empty: none).
+fn device_from_env() -> Result<Option<String>> {
+    let Some(raw) = std::env::var_os("RDMA_BENCH_DEVICE").filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let name = raw.into_string().map_err(|v| {
+        Error::usage(format!(
+            "$RDMA_BENCH_DEVICE: the value '{}' is not valid UTF-8",
+            crate::escape::bytes(v.as_encoded_bytes())
+        ))
+    })?;
+    match crate::device_name::refusal(&name) {
+        Some(why) => Err(Error::usage(format!(
+            "$RDMA_BENCH_DEVICE {}: {why}",
+            crate::escape::printable(&name)
+        ))),
+        None => Ok(Some(name)),
+    }
+}
+
 impl Port {
     /// Opens the device (the named one, `RDMA_BENCH_DEVICE`, or the first with
     /// an active port) and resolves the GID index.
     pub fn open(choice: &DeviceChoice) -> Result<Port> {
         let name = match &choice.device {
             Some(d) => d.clone(),
-            None => match std::env::var("RDMA_BENCH_DEVICE") {
-                Ok(d) if !d.is_empty() => d,
-                _ => first_active_device(choice.ib_port)?,
+            None => match device_from_env()? {
+                Some(d) => d,
+                None => first_active_device(choice.ib_port)?,
             },
         };
         let ctx = Context::open(&name)?;

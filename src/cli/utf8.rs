@@ -12,7 +12,7 @@ pub(super) fn invalid_utf8(cmd: &clap::Command, argv: &[std::ffi::OsString]) -> 
         [b'-', c, rest @ ..] if *c != b'-' && !rest.is_empty() => rest,
         _ => bytes,
     };
-    let shown = escape_bytes(value);
+    let shown = crate::escape::bytes(value);
     let Some(sub) = argv.get(1).and_then(|s| s.to_str()).filter(|_| i > 1) else {
         return Some(format!("the subcommand '{shown}' is not valid UTF-8"));
     };
@@ -64,17 +64,4 @@ pub(super) fn invalid_utf8(cmd: &clap::Command, argv: &[std::ffi::OsString]) -> 
                 .unwrap_or_else(|| "an argument".into())
         });
     Some(format!("{option}: the value '{shown}' is not valid UTF-8"))
-}
-
-/// Bytes as text, each byte that is not part of valid UTF-8 as `\xNN`
-/// (and control characters escaped as everywhere else).
-fn escape_bytes(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.utf8_chunks() {
-        out.push_str(&crate::escape::printable(chunk.valid()));
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
 }

@@ -77,7 +77,15 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs, text: &str) -> Result<UnderL
     } else {
         verb
     };
-    let (background, _) = super::tput::spec_from_args(bg_verb, &b)?;
+    let (background, _) = super::tput::spec_from_args(bg_verb, &b).map_err(|e| match e {
+        // Echo's background is a WRITE stream: say so, or a refusal that
+        // names "write" puzzles a user who asked for echo.
+        Error::Usage(msg) if bg_verb != verb => Error::usage(format!(
+            "{msg} (the --under-load background of {} is a WRITE stream)",
+            verb.name()
+        )),
+        e => e,
+    })?;
     if background.points.len() != 1 {
         return Err(Error::usage(format!(
             "--under-load: the background is one point, but -c/-q/--threads/-S/--postlist/--window give {}",
