@@ -212,7 +212,7 @@ fn what_needs_no_device_is_refused_before_one_is_opened() {
         ),
         (
             vec!["run", &cfg, "--out", &out],
-            vec!["cpu.toml", "key 'cpu'", "1023", "not available"],
+            vec!["cpu.toml:2:", "key 'cpu'", "1023", "not available"],
         ),
         (
             vec!["run", &cfg_ok, "--cpu", "1000-1023", "--out", &out],

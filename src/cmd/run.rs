@@ -101,10 +101,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     // --cpu wins over the file's `cpu =`; either is checked before the device opens.
     match (&args.device.cpu, &exp.cpu) {
         (Some(cpu), _) => super::setup::check_cpus("--cpu", Some(cpu))?,
-        (None, file) => super::setup::check_cpus(
-            &format!("{}: key 'cpu' =", args.config.display()),
-            file.as_deref(),
-        )?,
+        (None, file) => super::setup::check_cpus(&format!("{} =", exp.cpu_where), file.as_deref())?,
     }
     if !args.quiet {
         // Which [defaults] each series took, said before anything is opened.

@@ -135,6 +135,9 @@ pub struct Experiment {
     pub launcher: Launcher,
     /// `cpu = "LIST"`: the run's `--cpu` unless the command line gives one.
     pub cpu: Option<Vec<usize>>,
+    /// Where `cpu` was given, "FILE:LINE: key 'cpu'", for refusals made
+    /// once the allowed CPUs are known.
+    pub cpu_where: String,
     pub series: Vec<Series>,
 }
 
@@ -227,6 +230,14 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
             return Err(cx.err(r.span().start, "key 'ranks': only with launcher = \"mpi\""))
         }
     };
+    let cpu_where = match &raw.cpu {
+        Some(c) => format!(
+            "{}:{}: key 'cpu'",
+            cx.file,
+            line_of(cx.text, c.span().start)
+        ),
+        None => format!("{}: key 'cpu'", cx.file),
+    };
     let cpu = match &raw.cpu {
         None => None,
         Some(c) => Some(
@@ -285,6 +296,7 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
         description: raw.description,
         launcher,
         cpu,
+        cpu_where,
         series,
     })
 }
