@@ -981,7 +981,7 @@ fn experiment_files_are_strictly_typed() {
     std::fs::write(
         &path,
         mpi_toml("[defaults]\nwarmup = 5\nop = \"fadd\"\nwindow = 8\ndirection = \"inbound\"\ncompletion = true\nimm = true\n\
-[[series]]\nverb = \"write\"\nmetric = \"throughput\"\n[[series]]\nverb = \"echo\"\nmetric = \"throughput\"\ntransport = \"uc\"\n[[series]]\nverb = \"read\"\n"),
+[[series]]\nverb = \"write\"\nmetric = \"throughput\"\n[[series]]\nverb = \"echo\"\nmetric = \"throughput\"\ntransport = \"uc\"\n[[series]]\nverb = \"atomic\"\nmetric = \"throughput\"\n"),
     )
     .unwrap();
     let out = common::run_within(&["run", path.to_str().unwrap(), "--out", "o"], 10);
@@ -998,14 +998,26 @@ fn experiment_files_are_strictly_typed() {
     );
     assert_eq!(
         lines[2],
-        "mpirun -np 3 rdma-bench read --warmup=5 --json o/m-3.json"
+        "mpirun -np 3 rdma-bench atomic --tput=inbound --op=fadd --window=8 --json o/m-3.json"
+    );
+    // Under mpirun only throughput runs: a latency series is refused before
+    // any launch line, naming the key that would make it run.
+    let path = dir.join("mpi-latency.toml");
+    std::fs::write(&path, mpi_toml("[[series]]\nverb = \"read\"\n")).unwrap();
+    let p = path.to_str().unwrap();
+    common::refused(
+        &["run", p, "--out", "o"],
+        &[
+            &format!("{p}:5: key 'metric'"),
+            "only throughput series run",
+        ],
     );
     // `sge` is an experiment key; a [defaults] sge skips verbs it does not apply to.
     let path = dir.join("sge.toml");
     std::fs::write(
         &path,
-        mpi_toml("[defaults]\nsge = 4\n[[series]]\nverb = \"write\"\nsize = 0\ncompletion = true\nsge = 1\n\
-[[series]]\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"outbound\"\n[[series]]\nverb = \"echo\"\n"),
+        mpi_toml("[defaults]\nsge = 4\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nsize = 0\nsge = 1\n\
+[[series]]\nverb = \"send\"\nmetric = \"throughput\"\ndirection = \"outbound\"\n[[series]]\nverb = \"echo\"\nmetric = \"throughput\"\n"),
     )
     .unwrap();
     let out = common::run_within(&["run", path.to_str().unwrap(), "--out", "o"], 10);

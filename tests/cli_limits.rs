@@ -240,6 +240,22 @@ fn what_needs_no_device_is_refused_before_one_is_opened() {
             ],
             vec!["--size 1024", "--mtu"],
         ),
+        // Echo's SEND responses go over UD whatever carries the requests.
+        (
+            vec!["echo", "--tput", "-s", "4096", "--mtu", "1024"],
+            vec![
+                "--size 4096",
+                "UD MTU of 1024",
+                "echo's SEND responses go over UD",
+            ],
+        ),
+        (
+            vec![
+                "echo", "--tput", "--req", "write", "--resp", "send", "-c", "uc", "--mtu", "512",
+                "-s", "1024",
+            ],
+            vec!["--size 1024", "UD MTU of 512"],
+        ),
         // serve's listener is bound before the device opens.
         (
             vec!["serve", "--bind", "192.0.2.1"],
@@ -366,4 +382,41 @@ fn output_targets_that_are_one_file_are_refused_by_identity() {
     assert_eq!(std::fs::metadata(&h1).unwrap().nlink(), 2, "the link holds");
     assert_eq!(std::fs::read_to_string(&h2).unwrap(), "keep me");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_experiment_is_bounded_in_series_and_its_defaults_decided_in_one_check_each() {
+    let dir = common::scratch("series-bound");
+    // Thirty defaults beside every series: each series must not cost a
+    // check per default (a thousand series, each taking every default).
+    let defaults = "[defaults]\nmetric = \"throughput\"\ndirection = \"inbound\"\nqps = 2\nwindow = 8\nsignal_period = 4\npostlist = 1\nwarmup_time = 0.1\nduration = 0.5\ntimeout = 9\nsge = 1\n";
+    let many = |n: usize| {
+        let mut t = format!("name = \"m\"\n{defaults}");
+        for i in 0..n {
+            t.push_str(&format!(
+                "[[series]]\nlabel = \"s{i}\"\nverb = \"write\"\nsize = {}\n",
+                8 + i
+            ));
+        }
+        t
+    };
+    let ok = dir.join("ok.toml");
+    std::fs::write(&ok, many(1000)).unwrap();
+    let out_dir = dir.join("o");
+    let out = common::run_within(&["run", &s(&ok), "--out", &s(&out_dir)], 120);
+    let (_, stderr) = common::text(&out);
+    assert!(
+        stderr.contains("no RDMA device"),
+        "1000 series pass every check: {stderr}"
+    );
+    assert!(
+        !out_dir.exists(),
+        "no --out directory made for a run that never started"
+    );
+    let over = dir.join("over.toml");
+    std::fs::write(&over, many(1001)).unwrap();
+    common::refused(
+        &["run", &s(&over), "--out", &s(&out_dir)],
+        &["key 'series'", "1001 series, over the limit of 1000"],
+    );
 }

@@ -111,8 +111,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
             }
         }
     }
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
     let clock = Clock::calibrate(Duration::from_millis(10))?;
     let (json, mut doc) = match resumed {
@@ -130,6 +128,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 &doc.host.hostname,
                 &doc.started_utc,
             );
+            // Made only now: a run that resumes, or never reaches a
+            // device, leaves no directory behind.
+            std::fs::create_dir_all(&args.out)
+                .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
             (args.out.join(format!("{stem}.json")), doc)
         }
     };

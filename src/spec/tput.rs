@@ -231,6 +231,21 @@ pub const MAX_THREADS: u32 = 64;
 pub const MAX_WINDOW: u32 = 16384;
 
 impl TputSpec {
+    /// Whether a payload on transport `t` crosses a UD QP, so must fit one
+    /// MTU: UD itself, and echo's SEND responses (HERD: from one UD QP,
+    /// whatever carries the requests).
+    fn over_ud(&self, t: Transport) -> bool {
+        t == Transport::Ud || (self.direction == Direction::Echo && self.resp == EchoVerb::Send)
+    }
+
+    fn ud_note(&self, t: Transport) -> &'static str {
+        if t == Transport::Ud {
+            ""
+        } else {
+            " (echo's SEND responses go over UD)"
+        }
+    }
+
     pub fn max_size(&self) -> u32 {
         self.points.iter().map(|p| p.size).max().unwrap_or(0)
     }
@@ -425,11 +440,12 @@ impl TputSpec {
             check_size_zero(self.verb, false)?;
         }
         check_range("--size", p.size, 0, MAX_SIZE, "")?;
-        if let Some(m) = self.path.mtu.filter(|_| t == Transport::Ud) {
+        if let Some(m) = self.path.mtu.filter(|_| self.over_ud(t)) {
             if p.size > m {
                 return Err(Error::usage(format!(
-                    "--size {} exceeds the UD MTU of {m} given by --mtu",
-                    p.size
+                    "--size {} exceeds the UD MTU of {m} given by --mtu{}",
+                    p.size,
+                    self.ud_note(t)
                 )));
             }
         }
@@ -502,8 +518,12 @@ impl TputSpec {
                 let on = format!(" ({})", p.transport);
                 return Err(self.inline.exceeds_device(p.size, &on, name, max_inline));
             }
-            if p.transport == Transport::Ud && p.size > ud_mtu {
-                return Err(Error::usage(format!("--size {} exceeds {ud_why}", p.size)));
+            if self.over_ud(p.transport) && p.size > ud_mtu {
+                return Err(Error::usage(format!(
+                    "--size {} exceeds {ud_why}{}",
+                    p.size,
+                    self.ud_note(p.transport)
+                )));
             }
             if p.sq_depth() > dev.max_qp_wr {
                 return Err(Error::usage(format!(

@@ -83,7 +83,7 @@ pub(super) struct Checker {
 impl Checker {
     pub fn check(&self, argv: &[String]) -> Result<Plan, Blame> {
         let mut full = argv.to_vec();
-        if let Some(target) = &self.connect {
+        if let (Some(target), None) = (&self.connect, self.mpi_clients) {
             full.push(format!("--connect={target}"));
         }
         if let Some(clients) = self.mpi_clients {
@@ -113,6 +113,13 @@ impl Checker {
             return Err(blame("verb", "not a measuring command"));
         };
         let plan = Plan::from_args_unresolved(self.verb, args).map_err(plan_blame)?;
+        if self.mpi_clients.is_some() && !matches!(plan, Plan::Tput(..)) {
+            // mpi::run refuses it: refuse it here, before any launch line is printed.
+            return Err(blame(
+                "metric",
+                "under launcher = \"mpi\" only throughput series run (rank 0 serves, the other ranks are its clients): give metric = \"throughput\"",
+            ));
+        }
         if let (Some(clients), Plan::Tput(spec, _)) = (self.mpi_clients, &plan) {
             // What depends on the group (--bidirectional, --forever) with the group MPI gives.
             let mut spec = spec.clone();
@@ -167,6 +174,13 @@ pub(super) fn decide(
     pending: &[KeyArg],
     argv_with: &dyn Fn(&[KeyArg]) -> Vec<String>,
 ) -> Result<Vec<(&'static str, Outcome)>, Blame> {
+    // Most series take every default: one check decides them all.
+    if !pending.is_empty() && checker.check(&argv_with(pending)).is_ok() {
+        return Ok(pending
+            .iter()
+            .map(|(k, _)| (*k, Outcome::Applied))
+            .collect());
+    }
     let mut applied: Vec<(&'static str, Option<String>)> = Vec::new();
     let mut open: Vec<&(&'static str, Option<String>)> = pending.iter().collect();
     // Why each key was left out when first tried: later passes retry it
@@ -219,6 +233,32 @@ pub(super) fn decide(
             still.push(item);
         }
         open = still;
+        if !changed && !open.is_empty() {
+            // Stuck: defaults that each need another (atomic's `op` and a
+            // throughput `direction`) are tried together, dropping the key
+            // each refusal blames until the rest is accepted.
+            let mut joint: Vec<_> = open.iter().map(|i| (*i).clone()).collect();
+            while !joint.is_empty() {
+                let mut with = applied.clone();
+                with.extend(joint.iter().cloned());
+                match checker.check(&argv_with(&with)) {
+                    Ok(_) => {
+                        left.retain(|(k, _)| !joint.iter().any(|(j, _)| j == k));
+                        applied = with;
+                        changed = true;
+                        break;
+                    }
+                    Err(b) => {
+                        let before = joint.len();
+                        joint.retain(|(k, _)| *k != b.key);
+                        if joint.len() == before {
+                            break;
+                        }
+                    }
+                }
+            }
+            open.retain(|(k, _)| !applied.iter().any(|(a, _)| a == k));
+        }
         if !changed || open.is_empty() {
             break;
         }

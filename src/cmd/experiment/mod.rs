@@ -65,6 +65,11 @@ const OPTIONS: &[(&str, Expect)] = &[
     ("under_load", Expect::Words),
 ];
 
+/// Series in one file: each is a command line checked on its own (and once
+/// per `[defaults]` key that may not fit it), so this bounds a file's checks
+/// to seconds.
+pub const MAX_SERIES: usize = 1000;
+
 /// The keys of `OPTIONS`, in order.
 fn option_keys() -> impl Iterator<Item = &'static str> {
     OPTIONS.iter().map(|(key, _)| *key)
@@ -247,6 +252,15 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
     };
     let defaults = raw.defaults.unwrap_or_default();
     check_keys(&cx, &defaults, true)?;
+    if let Some(extra) = raw.series.get(MAX_SERIES) {
+        return Err(cx.err(
+            extra.span().start,
+            format!(
+                "key 'series': {} series, over the limit of {MAX_SERIES} in one file",
+                raw.series.len()
+            ),
+        ));
+    }
     let mut series: Vec<Series> = Vec::new();
     let mut points: u64 = 0;
     for (i, table) in raw.series.iter().enumerate() {

@@ -74,7 +74,7 @@ fn an_mpi_experiment_prints_launcher_lines() {
 
 #[test]
 fn a_file_level_cpu_list_pins_the_run() {
-    let text = "name = \"m\"\ncpu = \"0,2-3\"\nlauncher = \"mpi\"\nranks = 2\n[[series]]\nlabel = \"R\"\nverb = \"read\"\n";
+    let text = "name = \"m\"\ncpu = \"0,2-3\"\nlauncher = \"mpi\"\nranks = 2\n[[series]]\nlabel = \"R\"\nverb = \"read\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n";
     let e = parse("m.toml", text).unwrap();
     assert_eq!(e.cpu, Some(vec![0, 2, 3]));
     assert!(
