@@ -431,3 +431,53 @@ fn the_device_from_the_environment_is_held_to_the_rules_of_d() {
         }
     }
 }
+
+#[test]
+fn whether_a_default_fits_is_the_keys_question_not_its_values() {
+    let dir = common::scratch("scope-fit");
+    // Left out: the key cannot apply (atomics move 8 bytes; groups do not
+    // run outbound), said in the plan line.
+    let cases: &[(&str, &str, &[&str], &str)] = &[
+        (
+            "size = 64",
+            "verb = \"atomic\"\nop = \"fadd\"",
+            &[],
+            "left out: size (--size 64: atomics always move 8 bytes",
+        ),
+        (
+            "group = 2",
+            "verb = \"write\"\nmetric = \"throughput\"\ndirection = \"outbound\"",
+            &["--connect", "127.0.0.1:1"],
+            "left out: group (--group 2: groups run inbound and echo",
+        ),
+    ];
+    for (i, (default, series, extra, needle)) in cases.iter().enumerate() {
+        let body = format!("name = \"f\"\n[defaults]\n{default}\n[[series]]\n{series}\n");
+        let cfg = toml_file(&dir, &format!("f{i}.toml"), &body);
+        let out_dir = dir.join("o");
+        let mut args = vec!["run", &cfg, "--out", out_dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = common::run_within(&args, 30);
+        let (stdout, stderr) = text(&out);
+        assert!(stdout.contains(needle), "{default}: {stdout}{stderr}");
+        assert!(stderr.contains("no RDMA device"), "{default}: {stderr}");
+    }
+    // Refused: the key applies, its value does not fit (a UD --mtu below the
+    // size; an MPI group other than the client ranks).
+    let refusals: &[(&str, &str, &str)] = &[
+        (
+            "name = \"f\"\n[defaults]\nmtu = 512\n[[series]]\nverb = \"send\"\ntransport = \"ud\"\nsize = 2048\n",
+            "UD MTU of 512",
+            "r0.toml",
+        ),
+        (
+            "name = \"f\"\nlauncher = \"mpi\"\nranks = 3\n[defaults]\ngroup = 5\n[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n",
+            "the group is the 2 client ranks",
+            "r1.toml",
+        ),
+    ];
+    for (body, needle, name) in refusals {
+        let cfg = toml_file(&dir, name, body);
+        refused(&["run", &cfg, "--out", "o"], &[needle]);
+    }
+}

@@ -14,7 +14,8 @@ use crate::spec::VerbKind;
 /// a default's own value is refused, this one tells whether the key does
 /// not fit the series (left out) or the value is wrong for it (refused).
 const SAMPLE: &[(&str, &str)] = &[
-    ("size", "8"),
+    // Not 8: atomics take only 8 bytes, and --size does not apply to them.
+    ("size", "64"),
     ("iters", "100"),
     ("duration", "1"),
     ("warmup", "10"),
@@ -33,14 +34,17 @@ const SAMPLE: &[(&str, &str)] = &[
     ("warmup_time", "0.2"),
     ("req", "write"),
     ("resp", "send"),
-    ("group", "1"),
+    // Not 1, which any run takes: a group applies only where 2 can meet.
+    ("group", "2"),
     ("sge", "1"),
     ("events", ""),
     ("post_api", "classic"),
     ("tclass", "0"),
     ("sl", "0"),
     ("flow_label", "0"),
-    ("mtu", "1024"),
+    // The largest: a smaller --mtu may be refused beside a size it cannot
+    // carry, which is the value's fault, not the key's.
+    ("mtu", "4096"),
     ("bidirectional", ""),
     ("srq", ""),
     ("hugepages", ""),
@@ -181,6 +185,16 @@ pub(super) fn decide(
             .map(|(k, _)| (*k, Outcome::Applied))
             .collect());
     }
+    // Whether a key fits is asked as if the run had a peer (`group` fits an
+    // inbound series; run without --connect, its value is what is wrong).
+    let in_any_context = Checker {
+        verb: checker.verb,
+        connect: match (&checker.connect, checker.mpi_clients) {
+            (None, None) => Some("peer.invalid:1".into()),
+            (c, _) => c.clone(),
+        },
+        mpi_clients: checker.mpi_clients,
+    };
     let mut applied: Vec<(&'static str, Option<String>)> = Vec::new();
     let mut open: Vec<&(&'static str, Option<String>)> = pending.iter().collect();
     // Why each key was left out when first tried: later passes retry it
@@ -221,7 +235,7 @@ pub(super) fn decide(
             let fits = sample(key).is_some_and(|s| {
                 let mut with = applied.clone();
                 with.push((key, Some(s.to_string())));
-                checker.check(&argv_with(&with)).is_ok()
+                in_any_context.check(&argv_with(&with)).is_ok()
             });
             if fits {
                 // The key applies here; its value does not.
