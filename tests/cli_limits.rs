@@ -240,6 +240,11 @@ fn what_needs_no_device_is_refused_before_one_is_opened() {
             ],
             vec!["--size 1024", "--mtu"],
         ),
+        // A budget of pinned memory above the host's memory.
+        (
+            vec!["serve", "--max-memory", "1t"],
+            vec!["--max-memory 1t", "more than this host's memory"],
+        ),
         // Echo's SEND responses go over UD whatever carries the requests.
         (
             vec!["echo", "--tput", "-s", "4096", "--mtu", "1024"],

@@ -201,7 +201,18 @@ impl Slots {
 /// `--max-memory`, or half the host's memory within what it may pin.
 fn memory_budget(given: Option<&str>) -> Result<MemoryBudget> {
     let limit = match given {
-        Some(text) => Some(footprint::parse_limit(text)?),
+        Some(text) => {
+            let limit = footprint::parse_limit(text)?;
+            // Pinned memory cannot be paged out: a budget above the host's
+            // memory would let sessions try to pin what is not there.
+            if let Some(total) = sys::mem_total().filter(|&t| limit > t) {
+                return Err(Error::usage(format!(
+                    "--max-memory {text}: more than this host's memory ({})",
+                    footprint::bytes(total)
+                )));
+            }
+            Some(limit)
+        }
         None => footprint::default_limit(
             sys::mem_total(),
             sys::memlock_limit(),
