@@ -2004,7 +2004,7 @@ fn qos_and_path_options_are_applied_recorded_and_refused_above_the_port() {
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("--size 1024") && stderr.contains("--mtu 512"),
+        stderr.contains("--size 1024") && stderr.contains("UD MTU of 512 given by --mtu"),
         "{stderr}"
     );
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
