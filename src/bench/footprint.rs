@@ -237,23 +237,7 @@ pub fn default_limit(
 /// Parses `--max-memory SIZE`: bytes, or with a k, m, g or t suffix
 /// (powers of 1024); at least one page.
 pub fn parse_limit(text: &str) -> Result<u64> {
-    let t = text.trim();
-    let (digits, mult) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
-        Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
-        Some('t' | 'T') => (&t[..t.len() - 1], 1 << 40),
-        _ => (t, 1),
-    };
-    let v = digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_mul(mult))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "--max-memory {text}: expected bytes, e.g. 1048576, 512m or 4g"
-            ))
-        })?;
+    let v = crate::spec::parse_bytes("--max-memory", text, "1048576, 512m or 4g")?;
     if v < PAGE {
         return Err(Error::usage(format!(
             "--max-memory {text}: must be at least {PAGE} bytes (one page)"

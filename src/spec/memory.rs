@@ -53,24 +53,27 @@ pub struct MemorySpec {
     pub offsets: Offsets,
 }
 
-/// Parses `--region SIZE`: bytes, or with a k, m or g suffix (powers of 1024).
-pub fn parse_region(text: &str) -> Result<u64> {
+/// Parses a byte count as `option` takes it: bytes, or with a k, m, g or t
+/// suffix (powers of 1024); `example` shows the spellings in the error.
+pub fn parse_bytes(option: &str, text: &str, example: &str) -> Result<u64> {
     let t = text.trim();
     let (digits, mult) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
         Some('m' | 'M') => (&t[..t.len() - 1], 1 << 20),
         Some('g' | 'G') => (&t[..t.len() - 1], 1 << 30),
+        Some('t' | 'T') => (&t[..t.len() - 1], 1 << 40),
         _ => (t, 1),
     };
-    let v = digits
+    digits
         .parse::<u64>()
         .ok()
         .and_then(|v| v.checked_mul(mult))
-        .ok_or_else(|| {
-            Error::usage(format!(
-                "--region {text}: expected bytes, e.g. 4096, 64k, 256m or 1g"
-            ))
-        })?;
+        .ok_or_else(|| Error::usage(format!("{option} {text}: expected bytes, e.g. {example}")))
+}
+
+/// Parses `--region SIZE` (see [`parse_bytes`]).
+pub fn parse_region(text: &str) -> Result<u64> {
+    let v = parse_bytes("--region", text, "4096, 64k, 256m or 1g")?;
     check_range("--region", v, MIN_REGION, MAX_REGION, " bytes")?;
     Ok(v)
 }

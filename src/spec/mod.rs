@@ -97,7 +97,7 @@ mod tput;
 
 pub use inline::InlineRequest;
 pub use latency::LatencySpec;
-pub use memory::{check_hugepages, parse_region, MemorySpec, Offsets};
+pub use memory::{check_hugepages, parse_bytes, parse_region, MemorySpec, Offsets};
 pub use posting::{check_latency_events, check_post_api, check_tput_events, PostApi};
 pub use rate::{parse_loads, Load, RateLimit, MAX_RATE_MOPS};
 pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
