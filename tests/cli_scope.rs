@@ -481,3 +481,25 @@ fn whether_a_default_fits_is_the_keys_question_not_its_values() {
         refused(&["run", &cfg, "--out", "o"], &[needle]);
     }
 }
+
+#[test]
+fn run_options_an_mpi_files_printed_lines_cannot_carry_are_refused() {
+    let dir = common::scratch("mpi-run-opts");
+    let cfg = toml_file(
+        &dir,
+        "m.toml",
+        &mpi("[[series]]\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n"),
+    );
+    let cases: &[(&[&str], &str)] = &[
+        (&["--cpu", "1"], "--cpu: "),
+        (&["--resume", "/nonexistent.json"], "--resume: "),
+        (&["--connect", "127.0.0.1:1"], "--connect: "),
+        (&["-d", "rxe0"], "--device: "),
+        (&["--out", "/dev/null"], "--out /dev/null"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["run", &cfg];
+        args.extend_from_slice(extra);
+        refused(&args, &[needle]);
+    }
+}

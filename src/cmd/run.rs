@@ -57,6 +57,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )));
     }
     if exp.launcher != experiment::Launcher::Direct {
+        // What the printed lines cannot carry is refused, never dropped.
+        let d = &args.device;
+        let ignored = [
+            ("--resume", args.resume.is_some()),
+            ("--connect", args.connect.is_some()),
+            ("--device", d.device.is_some()),
+            ("--gid-index", d.gid_index.is_some()),
+            ("--ib-port", d.ib_port != 1),
+            ("--cpu", d.cpu.is_some()),
+        ];
+        if let Some((option, _)) = ignored.iter().find(|(_, given)| *given) {
+            return Err(Error::usage(format!(
+                "{option}: {} runs under an MPI launcher, so `run` only prints its lines (rank 0 serves); put the option in the file (a series key, or `cpu =`) or on the printed lines",
+                args.config.display()
+            )));
+        }
+        crate::output_target::check_out_dir("--out", &args.out)?;
         // A many-host experiment: say exactly how to launch it; start nothing.
         print_line(&format!(
             "# {} runs under an MPI launcher (build with `cargo build --release --features mpi`); one line per series:",
