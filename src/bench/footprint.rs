@@ -58,7 +58,15 @@ pub struct Footprint {
     pub qps: u64,
     /// The largest single registration.
     pub largest: u64,
+    /// Work requests the side prepares once and keeps (the echo server: one
+    /// response per client QP and window slot), heap that is not pinned but
+    /// grows with `-q` x `-t` all the same.
+    pub prepared_wrs: u64,
 }
+
+/// Heap one prepared single-SGE work request takes: its `SendList` and the
+/// boxed WR, SGE and inline buffer it holds, with the allocator's rounding.
+const PREPARED_WR: u64 = 256;
 
 impl Footprint {
     pub fn of(sets: &[Buffers]) -> Footprint {
@@ -69,13 +77,28 @@ impl Footprint {
                 registrations: f.registrations + u64::from(n),
                 qps: f.qps + u64::from(b.qps),
                 largest: f.largest.max(len),
+                prepared_wrs: f.prepared_wrs,
             }
         })
     }
 
+    /// The same with `wrs` prepared work requests kept beside the buffers.
+    pub fn with_prepared(self, wrs: u64) -> Footprint {
+        Footprint {
+            prepared_wrs: self.prepared_wrs.saturating_add(wrs),
+            ..self
+        }
+    }
+
+    /// What the budget is charged: the pinned buffers and the prepared WRs.
+    pub fn held(&self) -> u64 {
+        self.bytes
+            .saturating_add(self.prepared_wrs.saturating_mul(PREPARED_WR))
+    }
+
     /// The larger of two points: a session holds one point's sets at a time.
     pub fn max(self, other: Footprint) -> Footprint {
-        if other.bytes > self.bytes {
+        if other.held() > self.held() {
             other
         } else {
             self
@@ -83,7 +106,7 @@ impl Footprint {
     }
 
     pub fn describe(&self) -> String {
-        format!(
+        let mut d = format!(
             "{} in {} registration{} (the largest {}) for {} QP{}",
             bytes(self.bytes),
             self.registrations,
@@ -91,7 +114,15 @@ impl Footprint {
             bytes(self.largest),
             self.qps,
             if self.qps == 1 { "" } else { "s" },
-        )
+        );
+        if self.prepared_wrs > 0 {
+            d.push_str(&format!(
+                ", and hold {} prepared work requests ({})",
+                self.prepared_wrs,
+                bytes(self.prepared_wrs.saturating_mul(PREPARED_WR))
+            ));
+        }
+        d
     }
 }
 
@@ -176,7 +207,7 @@ impl MemoryBudget {
     /// than the budget: no wait makes it fit.
     pub fn check(&self, need: &Footprint) -> Result<()> {
         match self.limit {
-            Some(limit) if need.bytes > limit => Err(Error::usage(format!(
+            Some(limit) if need.held() > limit => Err(Error::usage(format!(
                 "the test would register {}, over serve's --max-memory of {}",
                 need.describe(),
                 bytes(limit)
@@ -192,12 +223,12 @@ impl MemoryBudget {
         self.check(need)?;
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(limit) = self.limit {
-            if held.saturating_add(need.bytes) > limit {
+            if held.saturating_add(need.held()) > limit {
                 let reason = format!(
                     "server busy: running sessions hold {} of serve's --max-memory of {}; this test needs {}",
                     bytes(*held),
                     bytes(limit),
-                    bytes(need.bytes)
+                    bytes(need.held())
                 );
                 let _ = ctl.send(&Message::Refuse {
                     usage: false,
@@ -209,10 +240,10 @@ impl MemoryBudget {
                 });
             }
         }
-        *held = held.saturating_add(need.bytes);
+        *held = held.saturating_add(need.held());
         Ok(Reservation {
             budget: self,
-            bytes: need.bytes,
+            bytes: need.held(),
         })
     }
 }
@@ -286,6 +317,20 @@ mod tests {
             .to_string();
         assert!(e.contains("over serve's --max-memory of 2 GiB"), "{e}");
         assert!(e.contains("64 registrations"), "{e}");
+    }
+
+    #[test]
+    fn prepared_work_requests_count_against_the_budget() {
+        // The echo server at -q 4096 -t 4096: 16.7 M responses, 4 GiB of
+        // heap beside a small registration.
+        let f = Footprint::of(&[bufs(4096, 1, false, false)]).with_prepared(4096 * 4096);
+        assert_eq!(f.held(), f.bytes + (4096 * 4096) * PREPARED_WR);
+        let e = MemoryBudget::new(2 << 30)
+            .check(&f)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("16777216 prepared work requests (4 GiB)"), "{e}");
+        assert!(MemoryBudget::new(8 << 30).check(&f).is_ok());
     }
 
     #[test]

@@ -67,6 +67,10 @@ pub trait EchoPart: Sized {
     fn build(port: &Port, spec: &TputSpec, p: &TputPoint) -> Result<Self>;
     /// What `build` registers.
     fn buffers(spec: &TputSpec, p: &TputPoint) -> Vec<Buffers>;
+    /// Work requests `build` prepares and keeps for the whole point.
+    fn prepared_wrs(_spec: &TputSpec, _p: &TputPoint) -> u64 {
+        0
+    }
     fn endpoints(&self) -> Vec<Endpoint>;
     fn connect(&mut self, remotes: &[Endpoint]) -> Result<()>;
 }
@@ -117,6 +121,11 @@ impl EchoPart for EchoServer {
         echo_server::buffers(spec, p)
     }
 
+    fn prepared_wrs(_spec: &TputSpec, p: &TputPoint) -> u64 {
+        // One response per client QP and window slot (EchoServerSet::connect).
+        u64::from(p.total_qps()) * u64::from(p.window)
+    }
+
     fn endpoints(&self) -> Vec<Endpoint> {
         EchoServerSet::endpoints(self)
     }
@@ -153,7 +162,11 @@ impl<E: EchoPart> PointSide<E> {
     /// What this side of the whole session pins at its largest point.
     pub fn footprint(spec: &TputSpec) -> Result<Footprint> {
         footprint::session("points", &spec.points, |p| {
-            Footprint::of(&Self::buffers(spec, p))
+            let f = Footprint::of(&Self::buffers(spec, p));
+            match (spec.direction, spec.bidirectional) {
+                (Direction::Echo, false) => f.with_prepared(E::prepared_wrs(spec, p)),
+                _ => f,
+            }
         })
     }
 
