@@ -180,13 +180,21 @@ fn handshakes_asking_for_too_much_are_refused_at_once() {
     edit(&mut big_region, "memory", &|m| {
         m["region"] = json!(1u64 << 36)
     });
+    // Small registrations, but 4096 x 4096 responses the echo server would
+    // prepare and keep.
+    let echo = captured_hello(&["echo", "--tput", "-s", "64", "-D", "0.1"]);
+    let mut wide_echo = echo.clone();
+    edit(&mut wide_echo, "points", &|p| {
+        p["qps"] = json!(4096);
+        p["window"] = json!(4096);
+    });
     let mut many_sizes = lat.clone();
     set_key(
         &mut many_sizes,
         "sizes",
         json!((1..=20_000u32).collect::<Vec<_>>()),
     );
-    let cases: [(&str, &Value, &str); 4] = [
+    let cases: [(&str, &Value, &str); 5] = [
         ("latency 1 GiB", &big_latency, "--max-memory of 1 GiB"),
         (
             "tput 1 GiB x 64 QPs --mr-per-qp",
@@ -195,6 +203,11 @@ fn handshakes_asking_for_too_much_are_refused_at_once() {
         ),
         ("64 GiB region", &big_region, "--max-memory of 1 GiB"),
         ("20000 sizes", &many_sizes, "limit of 10000"),
+        (
+            "echo -q 4096 -t 4096",
+            &wide_echo,
+            "16777216 prepared work requests",
+        ),
     ];
     for (what, hello, needle) in cases {
         let (answer, took, _s) = ask(port, hello);
