@@ -137,15 +137,18 @@ pub fn loopback(
     let (mut client_end, mut server_end) = local_pair();
     std::thread::scope(|scope| {
         let timeout = Duration::from_secs_f64(timeout_s);
-        let server_thread = scope.spawn(move || {
-            let r = server_end.recv(timeout).and_then(|hello| {
-                serve_client(port, &mut server_end, clock, hello, &Rendezvous::default())
-            });
-            if r.is_err() {
-                abort_all();
-            }
-            r
-        });
+        // A thread the kernel refuses (ulimit -v, -u) is an error, not a panic.
+        let server_thread = std::thread::Builder::new()
+            .spawn_scoped(scope, move || {
+                let r = server_end.recv(timeout).and_then(|hello| {
+                    serve_client(port, &mut server_end, clock, hello, &Rendezvous::default())
+                });
+                if r.is_err() {
+                    abort_all();
+                }
+                r
+            })
+            .map_err(|e| Error::io("starting the loopback server's thread", e))?;
         let client_result = client(&mut client_end);
         if client_result.is_err() {
             // Unblock the server thread wherever it waits.

@@ -246,14 +246,16 @@ impl UnderLoadSpec {
         let hold = LoadHold::default();
         let threads = bg.points[0].threads;
         std::thread::scope(|s| {
-            let bg_thread = s.spawn(|| {
-                let r = background(bg, at, Some(&hold));
-                if r.is_err() && at.connect.is_some() {
-                    // Stop the probe now (loopback's server thread does this itself).
-                    abort_all();
-                }
-                r
-            });
+            let bg_thread = std::thread::Builder::new()
+                .spawn_scoped(s, || {
+                    let r = background(bg, at, Some(&hold));
+                    if r.is_err() && at.connect.is_some() {
+                        // Stop the probe now (loopback's server thread does this itself).
+                        abort_all();
+                    }
+                    r
+                })
+                .map_err(|e| Error::io("starting the --under-load background's thread", e))?;
             // The probe's client pins past the issuers (this thread's pins only).
             crate::affinity::shift_pins(threads as usize);
             let probed = wait_open(&hold, threads, bg.timeout_s, || bg_thread.is_finished())

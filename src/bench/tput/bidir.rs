@@ -50,8 +50,13 @@ pub fn run_bidir(
     affinity::pin(ctx.side, ctx.point.threads as usize);
     let mut received = vec![0u64; target.set.qps.len()];
     let result = std::thread::scope(|scope| -> Result<(DriverReport, DriverReport)> {
-        let mut issuing =
-            Some(scope.spawn(|| drive(ctx.intervals, on_interval, || run_issuer(issuers, ctx))));
+        let mut issuing = Some(
+            std::thread::Builder::new()
+                .spawn_scoped(scope, || {
+                    drive(ctx.intervals, on_interval, || run_issuer(issuers, ctx))
+                })
+                .map_err(|e| Error::io("starting the bidirectional issuing thread", e))?,
+        );
         let mut mine: Option<DriverReport> = None;
         let mut peer: Option<DriverReport> = None;
         let mut buf = target.arrivals();
