@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+mod checks;
 mod utf8;
+
+pub use checks::{CheckArgs, OutputFigure};
 
 use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
 
@@ -85,6 +88,10 @@ pub struct RunArgs {
     /// ones, and write into FILE (and the CSV beside it).
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
+    /// Expectations every point of every series is held to (as the
+    /// measuring commands' --expect; a series' `expect` key adds its own).
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub expect: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -256,6 +263,8 @@ pub struct TestArgs {
     /// Seconds to wait for the peer before giving up.
     #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
     pub timeout: f64,
+    #[command(flatten)]
+    pub checks: CheckArgs,
 
     /// Measure throughput instead of latency: inbound or outbound (echo: no value).
     #[arg(long, value_name = "DIRECTION", num_args = 0..=1, default_missing_value = "")]

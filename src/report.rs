@@ -145,3 +145,69 @@ impl DriverReport {
         }
     }
 }
+
+/// `--validate`: what the receiving side (or, for READ and echo, the
+/// issuer reading back) checked of the point's payloads, and what it found.
+/// Each WR's payload carries `bench::pattern`'s bytes for its QP, sequence
+/// and offset, so a stale or misplaced payload fails as a flipped byte does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+pub struct Validation {
+    /// WRs (echo: responses) whose payload was checked, and their bytes.
+    pub validated_wrs: u64,
+    pub validated_bytes: u64,
+    /// Of those, the WRs with at least one wrong byte, and the wrong bytes.
+    pub corrupt_wrs: u64,
+    pub corrupt_bytes: u64,
+    /// The first corrupt WR found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_corrupt: Option<CorruptWr>,
+    /// What was checked, where and when (e.g. "every received buffer, in the
+    /// target's loop"), and what the check costs the figures.
+    #[serde(default)]
+    pub how: String,
+}
+
+/// One corrupt WR: where it was and its first wrong byte.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+pub struct CorruptWr {
+    /// The QP's index within the run (issuer's numbering) and the WR's
+    /// sequence number on it, as the pattern encodes them.
+    pub qp: u32,
+    pub wr: u64,
+    /// The first wrong byte's offset in the payload, and its two values.
+    pub offset: u32,
+    pub expected: u8,
+    pub found: u8,
+}
+
+impl Validation {
+    /// Adds `other`'s counts (another thread's or side's); the first
+    /// corrupt WR stays the one already kept, if any.
+    pub fn absorb(&mut self, other: &Validation) {
+        self.validated_wrs += other.validated_wrs;
+        self.validated_bytes += other.validated_bytes;
+        self.corrupt_wrs += other.corrupt_wrs;
+        self.corrupt_bytes += other.corrupt_bytes;
+        if self.first_corrupt.is_none() {
+            self.first_corrupt = other.first_corrupt.clone();
+        }
+        if self.how.is_empty() {
+            self.how = other.how.clone();
+        }
+    }
+}
+
+/// `--expect`: one expectation as a point was held to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default, schemars::JsonSchema)]
+pub struct ExpectationResult {
+    /// The expression as given, e.g. `p99<=20us`.
+    pub expr: String,
+    /// The record field it reads (e.g. `p99_ns`) and the value found there,
+    /// in the field's own unit; `null` when the point does not have it.
+    pub field: String,
+    pub measured: Option<f64>,
+    /// The limit in the field's unit.
+    pub limit: f64,
+    /// Whether the point met it.
+    pub pass: bool,
+}

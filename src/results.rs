@@ -15,7 +15,7 @@ mod example;
 mod fields;
 mod load;
 use fields::columns;
-pub use fields::{LiveFields, MemoryFields, PathFields, PostingFields};
+pub use fields::{CheckFields, LiveFields, MemoryFields, PathFields, PostingFields};
 pub use load::{load, load_within, MAX_PARSED_BYTES};
 
 pub const SCHEMA_VERSION: u32 = 2;
@@ -328,6 +328,9 @@ pub struct TputRecord {
     /// `interval_s` to `to_stop` (see `LiveFields`).
     #[serde(flatten)]
     pub live: LiveFields,
+    /// `expectations` and `validation` (see `CheckFields`).
+    #[serde(flatten)]
+    pub checks: CheckFields,
     /// `--rate`: the Mops the issuing process was offered in all (its QPs'
     /// token buckets together); absent when unlimited. `mops` is what it achieved.
     /// With `--bidirectional` each side is offered the rate, and this is
@@ -552,6 +555,9 @@ pub struct LatencyRecord {
     /// `interval_s` to `to_stop` (see `LiveFields`).
     #[serde(flatten)]
     pub live: LiveFields,
+    /// `expectations` and `validation` (see `CheckFields`).
+    #[serde(flatten)]
+    pub checks: CheckFields,
     /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
     /// what `compare` matches on; absent in an unloaded run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -629,6 +635,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
         "rate_per_qp",
         "burst",
     ],
+    CheckFields::CSV_COLUMNS,
 );
 
 /// CSV columns of latency records, in their stable order (`histogram` stays
@@ -665,6 +672,7 @@ pub const CSV_COLUMNS: &[&str] = columns!(
     ],
     LIVE_AND_CPU_COLUMNS,
     &["load", "offered_mops", "achieved_mops", "saturated_mops",],
+    CheckFields::CSV_COLUMNS,
 );
 
 impl HostInfo {

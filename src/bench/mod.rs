@@ -10,6 +10,7 @@ pub mod group;
 pub mod intervals;
 pub mod latency;
 pub mod ops;
+pub mod pattern;
 pub mod port;
 pub mod qpset;
 pub mod slots;

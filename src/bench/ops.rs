@@ -183,12 +183,17 @@ pub enum Fault {
     /// Send WRs carry an lkey no MR has (`SendList::spoil_lkeys`): only
     /// inline WRs still complete.
     SendLkey,
+    /// `--validate`: the receiver flips one byte of one received payload
+    /// before checking it (which WR and byte: the loop that checks says,
+    /// on stderr, so a test can hold the record's `first_corrupt` to it).
+    PayloadByte,
 }
 
 pub fn test_fault(f: Fault) -> bool {
     let name = match f {
         Fault::AtomicWord => "atomic-word",
         Fault::SendLkey => "send-lkey",
+        Fault::PayloadByte => "payload-byte",
     };
     std::env::var("RDMA_BENCH_TEST_FAULT").is_ok_and(|v| v.split(',').any(|x| x == name))
 }

@@ -52,6 +52,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         events: a.events,
         post_api: a.post_api,
         live: super::setup::live_from_args(a)?,
+        validate: a.checks.validate,
         memory: super::setup::memory_from_args(a)?,
     };
     if a.all {
@@ -111,6 +112,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
             in_progress: None,
             to_stop: p.client.to_stop,
         },
+        checks: Default::default(),
         load: None,
         offered_mops: None,
         achieved_mops: None,

@@ -151,6 +151,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         events: a.events,
         post_api: a.post_api,
         live: super::setup::live_from_args(a)?,
+        validate: a.checks.validate,
         memory: super::setup::memory_from_args(a)?,
         rate: rate_from_args(a)?,
     };
@@ -303,6 +304,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
             in_progress: None,
             to_stop: r.to_stop,
         },
+        checks: Default::default(),
         // --bidirectional: each side offers the rate; mops sums both sides.
         offered_mops: spec
             .rate

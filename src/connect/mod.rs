@@ -29,7 +29,7 @@ use crate::verbs::Endpoint;
 pub const SLICE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Bumped whenever a `Message` changes shape or meaning.
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

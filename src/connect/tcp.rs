@@ -233,6 +233,7 @@ mod tests {
                 events: true,
                 post_api: crate::spec::PostApi::Ex,
                 live: Default::default(),
+                validate: false,
                 memory: Default::default(),
             }),
             endpoint: Some(Endpoint {

@@ -191,6 +191,31 @@ impl LiveFields {
     ];
 }
 
+/// What a point was judged by: `--expect`'s verdicts and `--validate`'s
+/// payload checks (each absent when not asked for).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
+pub struct CheckFields {
+    /// `--expect`: each expectation, the value measured and the verdict.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<crate::report::ExpectationResult>,
+    /// `--validate`: payloads checked and found corrupt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<crate::report::Validation>,
+}
+
+impl CheckFields {
+    /// The fields' names, in order (their CSV columns differ:
+    /// `expectations` stays JSON-only and `validation` is split).
+    pub const COLUMNS: &'static [&'static str] = &["expectations", "validation"];
+    /// The CSV columns both records end with.
+    pub const CSV_COLUMNS: &'static [&'static str] = &[
+        "validation.validated_wrs",
+        "validation.validated_bytes",
+        "validation.corrupt_wrs",
+        "validation.corrupt_bytes",
+    ];
+}
+
 /// `offsets` of a record written before `--offsets` existed.
 fn fixed_offsets() -> String {
     "fixed".into()
@@ -271,6 +296,7 @@ mod tests {
             sorted(MemoryFields::COLUMNS)
         );
         assert_eq!(schema_names::<LiveFields>(), sorted(LiveFields::COLUMNS));
+        assert_eq!(schema_names::<CheckFields>(), sorted(CheckFields::COLUMNS));
     }
 
     #[test]
@@ -285,6 +311,8 @@ mod tests {
         assert_eq!(memory, MemoryFields::default());
         let live: LiveFields = serde_json::from_str("{}").unwrap();
         assert_eq!(live, LiveFields::default());
+        let checks: CheckFields = serde_json::from_str("{}").unwrap();
+        assert_eq!(checks, CheckFields::default());
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub struct LatencySpec {
     /// `--interval`, `--forever`.
     #[serde(default)]
     pub live: LiveSpec,
+    /// `--validate`: every payload carries `bench::pattern`'s bytes and is
+    /// checked where it lands (both sides need it, so it crosses the wire).
+    #[serde(default)]
+    pub validate: bool,
     /// Huge pages (the other layouts are throughput options).
     #[serde(default)]
     pub memory: MemorySpec,
@@ -225,6 +229,7 @@ mod tests {
             post_api: PostApi::Classic,
             path: PathSpec::default(),
             live: Default::default(),
+            validate: false,
             memory: MemorySpec::default(),
         }
     }

@@ -213,6 +213,10 @@ pub struct TputSpec {
     /// `--interval`, `--forever`.
     #[serde(default)]
     pub live: LiveSpec,
+    /// `--validate`: every payload carries `bench::pattern`'s bytes and is
+    /// checked where it lands (both sides need it, so it crosses the wire).
+    #[serde(default)]
+    pub validate: bool,
     /// Huge pages, registrations per QP, the remote region and its offsets.
     #[serde(default)]
     pub memory: MemorySpec,
@@ -683,6 +687,7 @@ mod tput_tests {
             bidirectional: false,
             srq: false,
             live: Default::default(),
+            validate: false,
             memory: MemorySpec::default(),
             rate: None,
         }

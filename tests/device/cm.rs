@@ -183,6 +183,7 @@ fn cm_hello() -> Message {
             events: false,
             post_api: rdma_bench::spec::PostApi::Classic,
             live: Default::default(),
+            validate: false,
             path: PathSpec {
                 connection: Connection::Cm,
                 ..PathSpec::default()
