@@ -8,10 +8,21 @@ use serde::{Deserialize, Serialize};
 /// Largest sample recorded exactly: 60 s in ns. Larger ones are clamped and counted.
 const MAX_NS: u64 = 60_000_000_000;
 
+/// `-H`/`-U`: the most raw samples a point keeps (8 MB of `u64`s); the
+/// samples past it are counted, not kept.
+pub const RAW_SAMPLES_CAP: u64 = 1_000_000;
+
 /// Records latency samples in nanoseconds without allocating per sample.
 pub struct LatencyRecorder {
     hist: Histogram<u64>,
     clamped: u64,
+    /// `-H`/`-U`: the raw samples in the order recorded, in a buffer
+    /// allocated (and written once, so no page fault lands in a measured
+    /// loop) when the recorder is made; empty when none are kept.
+    raw: Box<[u64]>,
+    /// Slots of `raw` filled so far, and the samples recorded past its end.
+    taken: usize,
+    left_out: u64,
 }
 
 impl Default for LatencyRecorder {
@@ -26,6 +37,21 @@ impl LatencyRecorder {
             // 3 significant digits: 0.1% resolution at every magnitude, ~200 KiB.
             hist: Histogram::new_with_bounds(1, MAX_NS, 3).expect("static histogram bounds"),
             clamped: 0,
+            raw: Box::default(),
+            taken: 0,
+            left_out: 0,
+        }
+    }
+
+    /// A recorder that also keeps the first `keep` raw samples of each point
+    /// (at most `RAW_SAMPLES_CAP`; 0: none, as `new`).
+    pub fn keeping_raw(keep: u64) -> Self {
+        let keep = keep.min(RAW_SAMPLES_CAP) as usize;
+        Self {
+            // A non-zero fill writes every page now (zeros would be mapped
+            // untouched), so no page fault lands in a measured loop.
+            raw: vec![u64::MAX; keep].into_boxed_slice(),
+            ..Self::new()
         }
     }
 
@@ -37,6 +63,20 @@ impl LatencyRecorder {
         }
         // In range by construction, so this cannot fail or allocate.
         let _ = self.hist.record(v);
+        // A store into the preallocated buffer, never a push.
+        match self.raw.get_mut(self.taken) {
+            Some(slot) => {
+                *slot = ns;
+                self.taken += 1;
+            }
+            None => self.left_out += 1,
+        }
+    }
+
+    /// `-H`/`-U`: the raw samples kept (ns, in the order recorded) and how
+    /// many were recorded past the buffer; `None` when none are kept.
+    pub fn raw(&self) -> Option<(&[u64], u64)> {
+        (!self.raw.is_empty()).then(|| (&self.raw[..self.taken], self.left_out))
     }
 
     pub fn len(&self) -> u64 {
@@ -47,7 +87,8 @@ impl LatencyRecorder {
         self.hist.is_empty()
     }
 
-    /// Adds `other`'s samples (the same bounds, so nothing is resized).
+    /// Adds `other`'s samples (the same bounds, so nothing is resized);
+    /// its raw samples are not kept (only `record` keeps them).
     pub fn add(&mut self, other: &LatencyRecorder) {
         let _ = self.hist.add(&other.hist);
         self.clamped += other.clamped;
@@ -56,6 +97,8 @@ impl LatencyRecorder {
     pub fn clear(&mut self) {
         self.hist.reset();
         self.clamped = 0;
+        self.taken = 0;
+        self.left_out = 0;
     }
 
     /// Summary statistics, every value multiplied by `scale` (0.5 turns
@@ -162,6 +205,26 @@ mod tests {
         let s = r.summary(1.0);
         assert_eq!(s.clamped, 1);
         assert!(s.max_ns >= MAX_NS as f64 * 0.999);
+    }
+
+    #[test]
+    fn raw_samples_are_kept_in_order_up_to_the_buffer_and_the_rest_counted() {
+        let mut r = LatencyRecorder::keeping_raw(3);
+        for v in [30u64, 10, 20, 40, 50] {
+            r.record(v);
+        }
+        assert_eq!(r.raw(), Some((&[30u64, 10, 20][..], 2)));
+        assert_eq!(r.len(), 5, "the histogram still has every sample");
+        r.clear();
+        r.record(7);
+        assert_eq!(r.raw(), Some((&[7u64][..], 0)));
+        assert_eq!(LatencyRecorder::new().raw(), None);
+    }
+
+    #[test]
+    fn raw_buffer_is_capped() {
+        let r = LatencyRecorder::keeping_raw(u64::MAX);
+        assert_eq!(r.raw.len() as u64, RAW_SAMPLES_CAP);
     }
 
     #[test]
