@@ -265,6 +265,7 @@ impl Console {
                     .map(|s| (s, t.live.intervals.len(), t.elapsed_s, t.ops))
             }
         };
+        self.interval_extremes(r);
         if let Some((t, n, kept_s, kept_ops)) = stop {
             self.note(&format!(
                 "stopped: {n} whole intervals kept ({kept_s:.3} s, {kept_ops} ops); the interval in progress ({:.3} s, {} ops) was dropped; device counters and CPU use cover the window up to the stop ({:.3} s)",
@@ -273,6 +274,33 @@ impl Console {
                 t.window_s
             ));
         }
+    }
+
+    /// `--interval`: after the row, what its intervals spanned (the
+    /// record's `min_interval_*`/`max_interval_*` or `*_interval_p99_ns`).
+    fn interval_extremes(&self, r: &Record) {
+        let line = match r {
+            Record::Latency(l) => match (l.live.worst_interval_p99_ns, l.live.best_interval_p99_ns) {
+                (Some(worst), Some(best)) => format!(
+                    "{} intervals: p99 worst {:.2} us, best {:.2} us (worst_interval_p99_ns, best_interval_p99_ns)",
+                    l.live.intervals.len(),
+                    worst / 1000.0,
+                    best / 1000.0
+                ),
+                _ => return,
+            },
+            Record::Throughput(t) => {
+                let v = &t.live;
+                match (v.min_interval_mops, v.max_interval_mops, v.min_interval_gbps, v.max_interval_gbps) {
+                    (Some(lo), Some(hi), Some(glo), Some(ghi)) => format!(
+                        "{} intervals: {lo:.4} to {hi:.4} Mops, {glo:.3} to {ghi:.3} Gb/s (min_interval_*, max_interval_*)",
+                        v.intervals.len()
+                    ),
+                    _ => return,
+                }
+            }
+        };
+        self.note(&line);
     }
 
     /// Under a latency row, once: a warning when reading `clock` costs more

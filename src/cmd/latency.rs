@@ -105,12 +105,17 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
         histogram: p.samples.buckets(scale),
         series: None,
         cpu_util: CpuUtil::new(p.client.cpu, p.cpu_peer, None),
-        live: LiveFields {
-            interval_s: spec.live.interval_s,
-            forever: spec.live.forever,
-            intervals: p.intervals.clone(),
-            in_progress: None,
-            to_stop: p.client.to_stop,
+        live: {
+            let mut live = LiveFields {
+                interval_s: spec.live.interval_s,
+                forever: spec.live.forever,
+                intervals: p.intervals.clone(),
+                in_progress: None,
+                to_stop: p.client.to_stop,
+                ..Default::default()
+            };
+            live.set_p99_extremes();
+            live
         },
         checks: Default::default(),
         load: None,

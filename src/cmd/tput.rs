@@ -297,12 +297,23 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
             o.cpu_peer,
             Some(r.to_stop.map_or(r.ops, |t| t.ops)),
         ),
-        live: LiveFields {
-            interval_s: spec.live.interval_s,
-            forever: spec.live.forever,
-            intervals: r.intervals.clone(),
-            in_progress: None,
-            to_stop: r.to_stop,
+        live: {
+            let mut live = LiveFields {
+                interval_s: spec.live.interval_s,
+                forever: spec.live.forever,
+                intervals: r.intervals.clone(),
+                in_progress: None,
+                to_stop: r.to_stop,
+                ..Default::default()
+            };
+            // --bidirectional: an index only one side reached carries half
+            // the traffic; it is not a rate of the point.
+            let both = o
+                .reverse
+                .as_ref()
+                .map(|rev| (o.report.intervals.len()).min(rev.report.intervals.len()));
+            live.set_rate_extremes(p.size, both);
+            live
         },
         checks: Default::default(),
         // --bidirectional: each side offers the rate; mops sums both sides.

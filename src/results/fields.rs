@@ -177,6 +177,26 @@ pub struct LiveFields {
     /// edges only) cover this span, the dropped interval in progress included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_stop: Option<ToStop>,
+    /// `--interval`, throughput: the lowest and highest Mops of the kept
+    /// `intervals` (the last, shorter piece of a finite window included;
+    /// `--bidirectional`: only the indices both sides reached), and the
+    /// same as Gb/s (an interval's Mops × size × 8 / 1000, as `gbps` is
+    /// `mops`'); absent without `--interval` and on latency records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_interval_mops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_interval_mops: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_interval_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_interval_gbps: Option<f64>,
+    /// `--interval`, latency: the highest and the lowest p99 of the kept
+    /// `intervals` (ping-pong: half RTT); absent without `--interval` and
+    /// on throughput records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_interval_p99_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_interval_p99_ns: Option<f64>,
 }
 
 impl LiveFields {
@@ -188,7 +208,38 @@ impl LiveFields {
         "intervals",
         "in_progress",
         "to_stop",
+        "min_interval_mops",
+        "max_interval_mops",
+        "min_interval_gbps",
+        "max_interval_gbps",
+        "worst_interval_p99_ns",
+        "best_interval_p99_ns",
     ];
+
+    /// Throughput: sets the interval extremes from `intervals`' first
+    /// `both` entries (all of them when `None`) of a point of `size` bytes.
+    pub fn set_rate_extremes(&mut self, size: u32, both: Option<usize>) {
+        let kept = &self.intervals[..both
+            .unwrap_or(self.intervals.len())
+            .min(self.intervals.len())];
+        let rates = || {
+            kept.iter()
+                .filter(|f| f.elapsed_s > 0.0 && f.mops.is_finite())
+                .map(|f| f.mops)
+        };
+        let gbps = |mops: f64| mops * size as f64 * 8.0 / 1000.0;
+        self.min_interval_mops = rates().reduce(f64::min);
+        self.max_interval_mops = rates().reduce(f64::max);
+        self.min_interval_gbps = self.min_interval_mops.map(gbps);
+        self.max_interval_gbps = self.max_interval_mops.map(gbps);
+    }
+
+    /// Latency: sets the worst and best interval p99 from `intervals`.
+    pub fn set_p99_extremes(&mut self) {
+        let p99s = || self.intervals.iter().filter_map(|f| f.p99_ns);
+        self.worst_interval_p99_ns = p99s().reduce(f64::max);
+        self.best_interval_p99_ns = p99s().reduce(f64::min);
+    }
 }
 
 /// What a point was judged by: `--expect`'s verdicts and `--validate`'s
@@ -356,6 +407,68 @@ mod tests {
                 .collect();
             assert!(at.windows(2).all(|w| w[0] < w[1]), "{cols:?} in {text}");
         }
+    }
+
+    fn interval(index: u32, elapsed_s: f64, mops: f64, p99_ns: Option<f64>) -> IntervalFigure {
+        IntervalFigure {
+            index,
+            elapsed_s,
+            mops,
+            p99_ns,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rate_extremes_span_the_kept_intervals() {
+        let mut live = LiveFields {
+            intervals: vec![
+                interval(0, 0.5, 2.0, None),
+                interval(1, 0.5, 1.5, None),
+                interval(2, 0.5, 3.0, None),
+                // A one-sided last piece of a bidirectional window.
+                interval(3, 0.1, 0.5, None),
+            ],
+            ..Default::default()
+        };
+        live.set_rate_extremes(1000, None);
+        assert_eq!(live.min_interval_mops, Some(0.5));
+        assert_eq!(live.max_interval_mops, Some(3.0));
+        live.set_rate_extremes(1000, Some(3));
+        assert_eq!(live.min_interval_mops, Some(1.5));
+        assert_eq!(live.max_interval_mops, Some(3.0));
+        // 1.5 Mops of 1000 B: 1.5e6 × 8000 bit = 12 Gb/s.
+        assert_eq!(live.min_interval_gbps, Some(12.0));
+        assert_eq!(live.max_interval_gbps, Some(24.0));
+        assert_eq!(live.worst_interval_p99_ns, None);
+    }
+
+    #[test]
+    fn no_intervals_no_extremes() {
+        let mut live = LiveFields::default();
+        live.set_rate_extremes(64, None);
+        live.set_p99_extremes();
+        assert_eq!(live, LiveFields::default());
+        // An empty piece (no time) has no rate.
+        live.intervals = vec![interval(0, 0.0, f64::INFINITY, None)];
+        live.set_rate_extremes(64, None);
+        assert_eq!(live.min_interval_mops, None);
+    }
+
+    #[test]
+    fn p99_extremes_are_the_worst_and_best_interval() {
+        let mut live = LiveFields {
+            intervals: vec![
+                interval(0, 0.2, 1.0, Some(900.0)),
+                interval(1, 0.2, 1.0, Some(2500.0)),
+                interval(2, 0.1, 1.0, Some(1200.0)),
+            ],
+            ..Default::default()
+        };
+        live.set_p99_extremes();
+        assert_eq!(live.worst_interval_p99_ns, Some(2500.0));
+        assert_eq!(live.best_interval_p99_ns, Some(900.0));
+        assert_eq!(live.min_interval_mops, None);
     }
 
     #[test]
