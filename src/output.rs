@@ -7,6 +7,9 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+mod figure;
+pub use figure::OutputFigure;
+
 use crate::clock::ClockInfo;
 use crate::error::{Error, Result};
 use crate::report::IntervalFigure;
@@ -134,6 +137,9 @@ pub fn is_closed_stdout(e: &Error) -> bool {
 
 pub struct Console {
     quiet: bool,
+    /// `--output`: stdout carries this figure of each point only, and
+    /// every other line goes to stderr.
+    figure: Option<OutputFigure>,
     bar: Option<ProgressBar>,
     /// The first stdout write error; later lines are dropped, `check` reports it.
     failed: Mutex<Option<(std::io::ErrorKind, String)>>,
@@ -152,10 +158,17 @@ impl Console {
         });
         Self {
             quiet,
+            figure: None,
             bar,
             failed: Mutex::new(None),
             clock_warned: AtomicBool::new(false),
         }
+    }
+
+    /// `--output`: stdout gets `figure` of each point and nothing else.
+    pub fn with_figure(mut self, figure: Option<OutputFigure>) -> Self {
+        self.figure = figure;
+        self
     }
 
     /// Prints through the bar (if any) so lines and bar do not tangle.
@@ -167,10 +180,33 @@ impl Console {
         }
         match &self.bar {
             Some(bar) => bar.println(s),
-            None => {
-                if let Err(Error::Io { source, .. }) = print_line(s) {
-                    *failed = Some((source.kind(), source.to_string()));
-                }
+            None if self.figure.is_some() => {
+                // Best effort, as main's own error line: stderr may be closed too.
+                let _ = writeln!(std::io::stderr().lock(), "{s}");
+            }
+            None => self.stdout(s, &mut failed),
+        }
+    }
+
+    /// One line on stdout; its failure is kept for `check`.
+    fn stdout(&self, s: &str, failed: &mut Option<(std::io::ErrorKind, String)>) {
+        if let Err(Error::Io { source, .. }) = print_line(s) {
+            *failed = Some((source.kind(), source.to_string()));
+        }
+    }
+
+    /// `--output`: the point's one number on stdout (whatever `--quiet`
+    /// says: it is what the script asked for).
+    fn figure(&self, r: &Record) {
+        let Some(text) = self.figure.and_then(|f| f.of(r)) else {
+            return;
+        };
+        let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+        if failed.is_none() {
+            match &self.bar {
+                // The bar draws on stderr; suspend it so the two never tangle.
+                Some(bar) => bar.suspend(|| self.stdout(&text, &mut failed)),
+                None => self.stdout(&text, &mut failed),
             }
         }
     }
@@ -265,6 +301,7 @@ impl Console {
                     .map(|s| (s, t.live.intervals.len(), t.elapsed_s, t.ops))
             }
         };
+        self.figure(r);
         self.interval_extremes(r);
         if let Some((t, n, kept_s, kept_ops)) = stop {
             self.note(&format!(

@@ -26,6 +26,8 @@ mod events_post_api;
 mod events_tput_serve;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
+#[path = "device/output_figures.rs"]
+mod output_figures;
 #[path = "device/package.rs"]
 mod package;
 #[path = "device/perftest.rs"]

@@ -4,19 +4,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-/// perftest's `--output`: the one figure per point printed on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFigure {
-    /// Latency points: the p50 half-RTT (or completion time) in microseconds.
-    Latency,
-    /// Throughput points: Gb/s of payload.
-    Bandwidth,
-    /// Throughput points: million operations per second.
-    #[value(name = "message_rate", alias = "message-rate")]
-    MessageRate,
-}
+/// Defined beside the console that prints it; the option is here.
+pub use crate::output::OutputFigure;
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct CheckArgs {

@@ -54,7 +54,9 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<LatencySpec> {
         live: super::setup::live_from_args(a)?,
         validate: a.checks.validate,
         memory: super::setup::memory_from_args(a)?,
+        keep_samples: 0,
     };
+    spec.keep_samples = super::script_output::keep_samples(a, spec.iters, spec.duration_s);
     if a.all {
         // perftest's -a leaves out what UD cannot carry under --mtu.
         spec.drop_ud_sizes_over_mtu();

@@ -21,7 +21,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     }
     let mut plan = Plan::from_args(verb, args)?;
     let sink = ResultsSink::new(args.json.clone(), args.csv.clone())
-        .with_markdown("--markdown", args.markdown.clone());
+        .with_markdown("--markdown", args.markdown.clone())
+        .with_samples(super::script_output::samples_file(args));
     sink.check_writable()?;
     super::setup::check_cpus("--cpu", args.device.cpu.as_deref())?;
     let port = Port::open(&DeviceChoice::from(&args.device))?;
@@ -34,7 +35,8 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let (client, server) = plan.threads(args.connect.is_none());
     let (affinity, warning) = plan_cpus(&args.device, &port, client, server)?;
     doc.affinity = Some(affinity);
-    let console = Console::new(args.quiet, plan.points() as u64);
+    let console = Console::new(args.quiet, plan.points() as u64)
+        .with_figure(super::script_output::figure(args));
     if let Some(w) = warning {
         console.note(&format!("warning: {w}"));
     }
@@ -47,6 +49,10 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     plan.announce(&console, port.ctx.name());
     // The files exist (and parse) from the start, whatever happens next.
     sink.write(&doc)?;
+    if let (Some(file), Plan::Latency(spec)) = (sink.samples(), &plan) {
+        let what = crate::output::describe_measurement(spec, port.ctx.name());
+        file.start(spec.mode == crate::spec::LatencyMode::PingPong, &what)?;
+    }
     if plan.forever() {
         // Ctrl-C now ends the point (its normal end), not the run.
         crate::abort::end_point_on_signals()
@@ -59,6 +65,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         args.connect.as_deref(),
         None,
         &|i, f| live.show(i, f),
+        sink.samples(),
         &mut super::keep(&console, &mut doc, &sink),
     );
     console.finish();

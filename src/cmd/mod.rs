@@ -13,6 +13,7 @@ pub mod perftest;
 pub mod plan;
 pub mod run;
 pub mod schema;
+pub mod script_output;
 pub mod serve;
 pub mod setup;
 pub mod tput;

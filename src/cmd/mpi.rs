@@ -167,7 +167,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     };
     doc.command_line = std::env::args().collect();
     doc.note_peak_rss();
-    let console = Console::new(args.quiet, 0);
+    let console = Console::new(args.quiet, 0).with_figure(args.checks.output);
     console.tput_header(&spec, port.ctx.name());
     for r in &doc.results {
         console.record(r);

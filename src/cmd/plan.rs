@@ -7,6 +7,7 @@ use crate::bench::{run_client_live, run_tput_client_live, PointOutcome, Port, Tp
 use crate::cli::TestArgs;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::export::SamplesFile;
 use crate::output::Console;
 use crate::report::{IntervalFigure, PeerInfo};
 use crate::results::Record;
@@ -116,6 +117,7 @@ impl Plan {
     /// `from_args` without resolving `--connect`: an experiment checks each
     /// series against the run's target, which `run` resolves once.
     pub fn from_args_unresolved(verb: VerbKind, args: &TestArgs) -> Result<Plan> {
+        super::script_output::check(args)?;
         if let Some(loads) = &args.under_load {
             if args.interval.is_some() || args.forever {
                 return Err(Error::usage(format!(
@@ -255,11 +257,14 @@ impl Plan {
         series: Option<&str>,
         on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
     ) -> Result<()> {
-        self.execute_live(port, clock, connect, series, &|_, _| {}, on_record)
+        self.execute_live(port, clock, connect, series, &|_, _| {}, None, on_record)
     }
 
     /// `execute`, with every `--interval` handed to `on_interval` (point
-    /// index, interval) as it ends, from a watcher thread.
+    /// index, interval) as it ends, from a watcher thread, and each latency
+    /// point's raw samples added to `samples` (`-H`/`-U`) before its record
+    /// goes to `on_record`.
+    #[allow(clippy::too_many_arguments)]
     pub fn execute_live(
         &self,
         port: &Port,
@@ -267,6 +272,7 @@ impl Plan {
         connect: Option<&str>,
         series: Option<&str>,
         on_interval: &(dyn Fn(u32, &IntervalFigure) + Sync),
+        samples: Option<&SamplesFile>,
         on_record: &mut dyn FnMut(Record, &PeerInfo) -> Result<()>,
     ) -> Result<()> {
         let label = series.map(str::to_string);
@@ -283,7 +289,14 @@ impl Plan {
                     let mut r = super::latency::record(spec, &p);
                     r.series = label.clone();
                     own(&mut r.cpu_util);
-                    on_record(Record::Latency(r), p.peer)
+                    // The samples first (a closed stdout ends the run in
+                    // on_record); the record is kept even if they fail.
+                    let dumped = match (samples, p.samples.raw()) {
+                        (Some(file), Some((raw, left_out))) => file.add_point(&r, raw, left_out),
+                        _ => Ok(()),
+                    };
+                    on_record(Record::Latency(r), p.peer)?;
+                    dumped
                 };
                 self.drive(port, clock, connect, &mut |ctl| {
                     run_client_live(spec, port, ctl, clock, on_interval, &mut on_point)

@@ -212,6 +212,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 args.connect.as_deref(),
                 Some(label),
                 &|i, f| live.show(i, f),
+                None,
                 &mut super::keep(&console, &mut doc, &sink),
             )
         });

@@ -235,6 +235,7 @@ mod tests {
                 live: Default::default(),
                 validate: false,
                 memory: Default::default(),
+                keep_samples: 0,
             }),
             endpoint: Some(Endpoint {
                 qpn: 17,

@@ -5,10 +5,12 @@
 mod csv;
 mod json;
 pub mod markdown;
+mod samples;
 
 pub use self::csv::CsvExporter;
 pub use self::json::JsonExporter;
 pub use self::markdown::MarkdownExporter;
+pub use self::samples::{SampleOrder, SamplesFile};
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +26,8 @@ pub trait Exporter: Send + Sync {
 pub struct ResultsSink {
     /// (the option that named it, path, format)
     targets: Vec<(&'static str, PathBuf, Box<dyn Exporter>)>,
+    /// `-H`/`-U`: written point by point by the run, vetted with the rest.
+    samples: Option<SamplesFile>,
 }
 
 impl ResultsSink {
@@ -43,7 +47,20 @@ impl ResultsSink {
         if let (option, Some(p)) = csv {
             targets.push((option, p, Box::new(CsvExporter)));
         }
-        Self { targets }
+        Self {
+            targets,
+            samples: None,
+        }
+    }
+
+    /// `-H`/`-U`'s samples file, when asked for.
+    pub fn with_samples(mut self, samples: Option<SamplesFile>) -> Self {
+        self.samples = samples;
+        self
+    }
+
+    pub fn samples(&self) -> Option<&SamplesFile> {
+        self.samples.as_ref()
     }
 
     /// Also writes a Markdown table to `path`, when given (`option` names it in errors).
@@ -67,6 +84,7 @@ impl ResultsSink {
             .targets
             .iter()
             .map(|(option, path, _)| Target { option, path })
+            .chain(self.samples.as_ref().map(SamplesFile::target))
             .collect();
         crate::output_target::check(&targets, inputs)
     }
@@ -85,6 +103,15 @@ impl ResultsSink {
 /// link) and removed on any failure; a target that is no longer a regular
 /// file (or a new file) is not replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically_with(path, |w| w.write_all(bytes))
+}
+
+/// `write_atomically`, the contents written by `fill` (which may copy
+/// from the file it replaces: the rename comes after it).
+pub fn write_atomically_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<()> {
     use std::io::Write;
     let failed = |e: std::io::Error| Error::io(format!("writing {}", path.display()), e);
     if let Ok(m) = std::fs::symlink_metadata(path) {
@@ -119,13 +146,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         })
         .unwrap_or_else(|| Err(std::io::Error::other("no free temporary file name")))
         .map_err(failed)?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.flush())
-        .and_then(|()| {
-            drop(file);
-            std::fs::rename(&tmp, path)
-        });
+    let written = {
+        let mut out = std::io::BufWriter::new(&mut file);
+        fill(&mut out).and_then(|()| out.flush())
+    }
+    .and_then(|()| file.flush())
+    .and_then(|()| {
+        drop(file);
+        std::fs::rename(&tmp, path)
+    });
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         return Err(failed(e));

@@ -48,6 +48,10 @@ pub struct LatencySpec {
     /// Huge pages (the other layouts are throughput options).
     #[serde(default)]
     pub memory: MemorySpec,
+    /// `-H`/`-U`: raw samples the client's recorder keeps per point (0:
+    /// none); the client's own concern, so it never crosses the wire.
+    #[serde(skip)]
+    pub keep_samples: u64,
 }
 
 impl LatencySpec {
@@ -231,6 +235,7 @@ mod tests {
             live: Default::default(),
             validate: false,
             memory: MemorySpec::default(),
+            keep_samples: 0,
         }
     }
 

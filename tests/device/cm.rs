@@ -189,6 +189,7 @@ fn cm_hello() -> Message {
                 ..PathSpec::default()
             },
             memory: Default::default(),
+            keep_samples: 0,
         }),
         endpoint: Some(Endpoint {
             qpn: 17,

@@ -142,7 +142,8 @@ fn client_session(
         let mut qps: Vec<_> = side.set.qps.iter_mut().collect();
         cm::dial(to, &mut qps, &[remote.qpn], &config, name, tos, 0, wait)?;
     }
-    let mut rec = LatencyRecorder::new();
+    // -H/-U: the raw samples' buffer is allocated here, before any point.
+    let mut rec = LatencyRecorder::keeping_raw(spec.keep_samples);
     let server_counts = server_part(spec) != ServerPart::Passive;
     for (i, &size) in spec.sizes.iter().enumerate() {
         let index = i as u32;
