@@ -12,12 +12,13 @@ use super::{device, RUN_DEADLINE_S};
 /// Runs `sh -c script`, failing on a non-zero status; (stdout, stderr).
 /// Each script's rdma-bench runs under `timeout`: a hang fails the test.
 fn sh(script: &str) -> (String, String) {
-    eprintln!("$ {script}");
+    let t0 = std::time::Instant::now();
     let out = Command::new("sh")
         .arg("-c")
         .arg(script)
         .output()
         .expect("sh runs");
+    eprintln!("$ {script} ({:.1} s)", t0.elapsed().as_secs_f64());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{script}: {:?}: {stderr}", out.status);
     (stdout, stderr)
@@ -53,14 +54,14 @@ fn output_figures_piped_into_awk_are_the_records_figures() {
     );
     let json = dir.join("lat.json");
     let (out, err) = sh(&format!(
-        "{b} write -d {d} -s 2,64,256 -n 200 --json {} --output latency | {AWK}",
+        "{b} write -d {d} -s 2,64 -n 100 --warmup 10 --json {} --output latency | {AWK}",
         json.display()
     ));
     let (numbers, other) = awk_numbers(&out);
     assert_eq!(other, 0, "stdout had only numbers: {out}");
     let doc = load(&json);
     let want: Vec<f64> = doc.latency().map(|r| r.stats.p50_ns / 1000.0).collect();
-    assert_eq!(numbers.len(), 3, "{out}");
+    assert_eq!(numbers.len(), 2, "{out}");
     for (got, want) in numbers.iter().zip(&want) {
         assert!(
             (got - want).abs() <= 0.0005 + 1e-9,
@@ -71,7 +72,7 @@ fn output_figures_piped_into_awk_are_the_records_figures() {
 
     let json = dir.join("tput.json");
     let (out, err) = sh(&format!(
-        "{b} write -d {d} --tput inbound -s 64,1024 -D 0.3 --json {} --output message_rate | {AWK}",
+        "{b} write -d {d} --tput inbound -s 64,1024 -D 0.2 --warmup-time 0.05 --json {} --output message_rate | {AWK}",
         json.display()
     ));
     let (numbers, other) = awk_numbers(&out);
@@ -84,12 +85,15 @@ fn output_figures_piped_into_awk_are_the_records_figures() {
         assert!((got - want).abs() <= 0.00005 + 1e-9, "{got} vs mops {want}");
     }
     assert!(err.contains("Mops"), "the table is on stderr: {err}");
-    eprintln!("latency p50s {numbers:?}");
+    eprintln!("message rates {numbers:?}");
+    // Without --interval the worst-interval fields are absent.
+    let raw = std::fs::read_to_string(&json).unwrap();
+    assert!(!raw.contains("min_interval") && !raw.contains("interval_p99"));
 
     // A reader that stops after the first number ends the run quietly.
     let status = dir.join("status");
     let (out, err) = sh(&format!(
-        "({b} write -d {d} -s 2,64,256 -n 200 --output latency; echo $? > {}) | head -1",
+        "({b} write -d {d} -s 2,64 -n 50 --warmup 10 --output latency; echo $? > {}) | head -1",
         status.display()
     ));
     assert_eq!(out.lines().count(), 1, "{out}");
@@ -111,7 +115,7 @@ fn output_worst_interval_bounds_the_point() {
     );
     let json = dir.join("t.json");
     let (table, _) = sh(&format!(
-        "{b} write -d {d} --tput inbound -s 4096 -D 0.5 --interval 0.1 --json {}",
+        "{b} write -d {d} --tput inbound -s 4096 -D 0.3 --warmup-time 0.05 --interval 0.1 --json {}",
         json.display()
     ));
     assert!(
@@ -141,7 +145,7 @@ fn output_worst_interval_bounds_the_point() {
 
     let json = dir.join("l.json");
     let (table, _) = sh(&format!(
-        "{b} write -d {d} -D 0.4 --interval 0.1 --json {}",
+        "{b} write -d {d} -D 0.3 --warmup 10 --interval 0.1 --json {}",
         json.display()
     ));
     assert!(
@@ -156,15 +160,6 @@ fn output_worst_interval_bounds_the_point() {
     eprintln!("latency: interval p99s {p99s:?}, worst {worst}, best {best}");
     assert!(p99s.iter().all(|&p| best <= p && p <= worst));
     assert!(l.live.min_interval_mops.is_none());
-
-    // Without --interval the fields are absent.
-    let json = dir.join("n.json");
-    sh(&format!(
-        "{b} write -d {d} -n 100 --quiet --json {}",
-        json.display()
-    ));
-    let raw = std::fs::read_to_string(&json).unwrap();
-    assert!(!raw.contains("interval_p99") && !raw.contains("min_interval"));
 }
 
 /// The blocks of a samples file: (the `# point:` line, its values).
@@ -192,7 +187,7 @@ fn output_raw_samples_sorted_and_in_order() {
     // -H, ping-pong: half round trips, sorted.
     let (json, samples) = (dir.join("h.json"), dir.join("h.tsv"));
     sh(&format!(
-        "{b} write -d {d} -s 2,64 -n 300 --quiet -H --samples-file {} --json {}",
+        "{b} write -d {d} -s 2,64 -n 100 --warmup 10 --quiet -H --samples-file {} --json {}",
         samples.display(),
         json.display()
     ));
@@ -220,7 +215,7 @@ fn output_raw_samples_sorted_and_in_order() {
     // -U, completion time, beside --json by default: in the order measured.
     let json = dir.join("u.json");
     sh(&format!(
-        "{b} read -d {d} -s 64 -n 300 --quiet -U --json {}",
+        "{b} read -d {d} -s 64 -n 100 --warmup 10 --quiet -U --json {}",
         json.display()
     ));
     let text = std::fs::read_to_string(dir.join("u.samples.tsv")).unwrap();
