@@ -37,7 +37,8 @@ pub struct CheckArgs {
     /// Latency: as -H, in the order measured (perftest's -U).
     #[arg(short = 'U', long = "report-unsorted", alias = "report_unsorted")]
     pub report_unsorted: bool,
-    /// Where -H/-U write the raw samples.
+    /// Where -H/-U write the raw samples (default: beside --json,
+    /// r.json -> r.samples.tsv); at most 1,000,000 per point.
     #[arg(long, value_name = "FILE")]
     pub samples_file: Option<PathBuf>,
 }

@@ -172,7 +172,10 @@ mod tests {
                 ),
                 "{text}"
             );
-            assert_eq!(text.matches("# point:").count(), 2);
+            assert_eq!(
+                text.lines().filter(|l| l.starts_with("# point:")).count(),
+                2
+            );
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
