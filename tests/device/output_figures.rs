@@ -143,6 +143,23 @@ fn output_worst_interval_bounds_the_point() {
     assert!(glo - 1e-6 * t.gbps <= t.gbps && t.gbps <= ghi + 1e-6 * t.gbps);
     assert!(v.worst_interval_p99_ns.is_none());
 
+    // -b: the extremes are of the indices both sides reached.
+    let json = dir.join("b.json");
+    sh(&format!(
+        "{b} write -d {d} --tput outbound -b -s 4096 -D 0.3 --warmup-time 0.05 --interval 0.1 --quiet --json {}",
+        json.display()
+    ));
+    let doc = load(&json);
+    let t = doc.throughput().next().unwrap();
+    let v = &t.live;
+    let (lo, hi) = (v.min_interval_mops.unwrap(), v.max_interval_mops.unwrap());
+    eprintln!(
+        "-b: {} intervals, {lo:.4}..{hi:.4} Mops, point {:.4}",
+        v.intervals.len(),
+        t.mops
+    );
+    assert!(0.0 < lo && lo <= hi, "{v:?}");
+
     let json = dir.join("l.json");
     let (table, _) = sh(&format!(
         "{b} write -d {d} -D 0.3 --warmup 10 --interval 0.1 --json {}",
