@@ -240,6 +240,11 @@ impl Expectation {
         })
     }
 
+    /// Whether a run like `run` records the field at all, and if not, why.
+    pub fn recorded_by(&self, run: &Recorded) -> std::result::Result<(), String> {
+        recorded(self.field, run)
+    }
+
     /// The field's value in `record` (a record as its JSON), in the field's
     /// unit; `None` when the record does not have it or it is null.
     pub fn value_in(&self, record: &Value) -> Option<f64> {
