@@ -58,6 +58,10 @@ pub struct Recorded {
     pub ping_pong: bool,
     /// Throughput: a `-n` run (its records carry `iters`).
     pub iters: bool,
+    /// Throughput: atomics (their records carry `verify_failures`).
+    pub atomic: bool,
+    /// Throughput: the receiving side counts messages (records carry `lost`).
+    pub received: bool,
 }
 
 /// One parsed expression.
@@ -188,6 +192,14 @@ fn recorded(f: &Field, run: &Recorded) -> std::result::Result<(), String> {
         )),
         Needs::TputIters if run.throughput && !run.iters => Err(format!(
             "a throughput record's {} is the -n asked, and this run is timed (-D)",
+            f.name
+        )),
+        Needs::TputAtomic if run.throughput && !run.atomic => Err(format!(
+            "a throughput record has {} only for atomics",
+            f.name
+        )),
+        Needs::Received if !run.received => Err(format!(
+            "{} is recorded only where the receiver counts messages (send, write --imm, echo)",
             f.name
         )),
         _ => Ok(()),

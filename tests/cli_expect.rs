@@ -121,7 +121,7 @@ fn a_default_expectation_that_does_not_fit_a_series_is_left_out_with_why() {
     let file = dir.join("x.toml");
     std::fs::write(
         &file,
-        "name = \"t\"\n[defaults]\nexpect = [\"p99<=20us\", \"verify_failures==0\"]\n[[series]]\nlabel = \"bw\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n[[series]]\nlabel = \"lat\"\nverb = \"write\"\nexpect = \"p50>0ns\"\n",
+        "name = \"t\"\n[defaults]\nexpect = [\"p99<=20us\", \"mops>0\"]\n[[series]]\nlabel = \"bw\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\n[[series]]\nlabel = \"lat\"\nverb = \"write\"\nexpect = \"p50>0ns\"\n",
     )
     .unwrap();
     let out = run_within(
@@ -131,7 +131,7 @@ fn a_default_expectation_that_does_not_fit_a_series_is_left_out_with_why() {
             "--out",
             dir.to_str().unwrap(),
             "--expect",
-            "mops>0",
+            "ops>0",
             "-d",
             "no-such-device",
         ],
@@ -139,12 +139,15 @@ fn a_default_expectation_that_does_not_fit_a_series_is_left_out_with_why() {
     );
     let (stdout, stderr) = text(&out);
     assert!(
-        stdout.contains("# series 'bw': [defaults] applied: expect 'verify_failures==0'; left out: expect 'p99<=20us' (a throughput run records no p99)"),
+        stdout.contains("# series 'bw': [defaults] applied: expect 'mops>0'; left out: expect 'p99<=20us' (a throughput run records no p99)"),
         "{stdout}"
     );
     assert!(
-        stdout
-            .contains("# series 'lat': --expect 'mops>0' left out (a latency run records no mops)"),
+        stdout.contains("# series 'lat': [defaults] applied: expect 'p99<=20us'; left out: expect 'mops>0' (a latency run records no mops)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("# series 'lat': --expect 'ops>0' left out (a latency run records no ops)"),
         "{stdout}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");

@@ -68,6 +68,8 @@ pub fn recorded(plan: &plan::Plan) -> Recorded {
         validate: s.validate,
         ping_pong: s.server_answers(),
         iters: false,
+        atomic: false,
+        received: false,
     };
     match plan {
         plan::Plan::Latency(s) => latency(s),
@@ -77,6 +79,11 @@ pub fn recorded(plan: &plan::Plan) -> Recorded {
             validate: s.validate,
             ping_pong: false,
             iters: s.iters.is_some(),
+            atomic: s.verb == crate::spec::VerbKind::Atomic,
+            // The receiving side counts what consumes a receive WR.
+            received: s.verb == crate::spec::VerbKind::Send
+                || s.direction == crate::spec::Direction::Echo
+                || (s.verb == crate::spec::VerbKind::Write && s.imm),
         },
         // The records are the probe's; --interval is refused with --under-load.
         plan::Plan::UnderLoad(s) => Recorded {

@@ -63,6 +63,11 @@ pub enum Needs {
     PingPong,
     /// On a throughput record, `iters` is the `-n` asked (null in a timed run).
     TputIters,
+    /// On a throughput record, `verify_failures` is an atomic run's (null otherwise).
+    TputAtomic,
+    /// `lost`: only where the receiving side counts (SEND, WRITE with
+    /// immediate, echo); null where it is passive.
+    Received,
 }
 
 #[derive(Debug, PartialEq)]
@@ -114,7 +119,7 @@ const MIB_S_IN_GBPS: f64 = 8.0 * 1_048_576.0 / 1e9;
 
 use Has::{Both, Latency, Throughput};
 use Kind::{Bandwidth, Cpu, Rate};
-use Needs::{Interval, Nothing, PingPong, TputIters, Validate};
+use Needs::{Interval, Nothing, PingPong, Received, TputAtomic, TputIters, Validate};
 
 /// Every field, in the order the errors list them.
 pub const FIELDS: &[Field] = &[
@@ -138,7 +143,7 @@ pub const FIELDS: &[Field] = &[
         ..field("mib_s", "mib_s", Bandwidth, "MiB/s", Throughput, Nothing)
     },
     count("ops", "ops", Throughput, Nothing),
-    count("lost", "lost", Throughput, Nothing),
+    count("lost", "lost", Throughput, Received),
     count("completions", "completions", Throughput, Nothing),
     field(
         "min_interval_mops",
@@ -188,7 +193,7 @@ pub const FIELDS: &[Field] = &[
         Both,
         Nothing,
     ),
-    count("verify_failures", "verify_failures", Both, Nothing),
+    count("verify_failures", "verify_failures", Both, TputAtomic),
     count("validated_wrs", "validation.validated_wrs", Both, Validate),
     count(
         "validated_bytes",

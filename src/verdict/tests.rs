@@ -7,6 +7,8 @@ const LATENCY: Recorded = Recorded {
     validate: false,
     ping_pong: true,
     iters: false,
+    atomic: false,
+    received: false,
 };
 const TPUT: Recorded = Recorded {
     throughput: true,
@@ -20,6 +22,8 @@ const EVERYTHING_LATENCY: Recorded = Recorded {
 const EVERYTHING_TPUT: Recorded = Recorded {
     throughput: true,
     iters: true,
+    atomic: true,
+    received: true,
     ..EVERYTHING_LATENCY
 };
 
@@ -165,8 +169,11 @@ fn a_field_the_run_never_records_is_a_usage_error() {
     };
     assert!(err("rtt_p50<=1ms", &completion).contains("ping-pong"));
     assert!(err("iters>=1", &TPUT).contains("timed"));
+    assert!(err("verify_failures==0", &TPUT).contains("only for atomics"));
+    assert!(err("lost==0", &TPUT).contains("receiver counts"));
     // Accepted where recorded.
     parse_all("--expect", &["iters>=1".into()], &LATENCY).unwrap();
+    parse_all("--expect", &["verify_failures==0".into()], &LATENCY).unwrap();
     parse_all("--expect", &["corrupt_wrs==0".into()], &EVERYTHING_TPUT).unwrap();
 }
 
