@@ -158,7 +158,7 @@ fn limit_of(
 fn field_names(run: Option<&Recorded>) -> String {
     FIELDS
         .iter()
-        .filter(|f| run.is_none_or(|r| recorded(f, r).is_ok()))
+        .filter(|f| run.map_or(true, |r| recorded(f, r).is_ok()))
         .map(|f| f.name)
         .collect::<Vec<_>>()
         .join(", ")
@@ -313,8 +313,9 @@ impl Expectation {
     }
 }
 
-/// Four significant digits, at least two decimals below 100.
-fn round(v: f64) -> String {
+/// A figure as a message shows it: two decimals below 100, one above,
+/// whole numbers as they are, tiny ones in scientific notation.
+pub fn round(v: f64) -> String {
     if v != 0.0 && v.abs() < 0.01 {
         format!("{v:.3e}")
     } else if v.fract() == 0.0 && v.abs() < 1e15 {

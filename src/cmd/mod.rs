@@ -119,7 +119,7 @@ pub fn expectations_met(doc: &ResultsDoc) -> Result<()> {
     };
     let measured = e
         .measured
-        .map_or_else(|| "not recorded".to_string(), |m| format!("{m}"));
+        .map_or_else(|| "not recorded".to_string(), crate::verdict::round);
     Err(Error::Expectation(format!(
         "{failed} expectations failed, in {points} of {} points (first: '{}' at size {size}: {} = {measured}); each point's verdicts are in `expectations` in the results file",
         doc.results.len(),

@@ -248,14 +248,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .and_then(|()| super::expectations_met(&doc))
 }
 
+/// What a series is held to, and the `run --expect` expressions (with why)
+/// that it never records.
+type SeriesExpectations = (Vec<Expectation>, Vec<(String, String)>);
+
 /// Each series' expectations: `run --expect`'s that it records, then the
 /// file's (`[defaults]`' and its own); and the `run --expect` expressions
 /// left out of it, with why. An expression no series records is refused,
 /// as are malformed ones, before any device opens.
-fn expectations(
-    args: &RunArgs,
-    exp: &experiment::Experiment,
-) -> Result<Vec<(Vec<Expectation>, Vec<(String, String)>)>> {
+fn expectations(args: &RunArgs, exp: &experiment::Experiment) -> Result<Vec<SeriesExpectations>> {
     let parsed = args
         .expect
         .iter()
@@ -264,7 +265,7 @@ fn expectations(
                 .map_err(|m| Error::usage(format!("--expect '{}': {m}", printable(e.trim()))))
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut per_series: Vec<(Vec<Expectation>, Vec<(String, String)>)> = Vec::new();
+    let mut per_series: Vec<SeriesExpectations> = Vec::new();
     for s in &exp.series {
         let run = super::recorded(&s.plan);
         let (mut kept, mut left_out) = (Vec::new(), Vec::new());

@@ -37,12 +37,12 @@ pub struct RatioVerdict {
 /// Whether records of this kind carry the field at all: `ratio.p50` is
 /// not judged on throughput points, nor `ratio.mops` on latency points.
 fn applies(e: &Expectation, r: &Record) -> bool {
-    match (e.field.has, r) {
-        (Has::Both, _) => true,
-        (Has::Latency, Record::Latency(_)) => true,
-        (Has::Throughput, Record::Throughput(_)) => true,
-        _ => false,
-    }
+    matches!(
+        (e.field.has, r),
+        (Has::Both, _)
+            | (Has::Latency, Record::Latency(_))
+            | (Has::Throughput, Record::Throughput(_))
+    )
 }
 
 /// Each point of `d` by its key, with its record as JSON, in the file's
