@@ -269,3 +269,71 @@ impl From<&DeviceArgs> for DeviceChoice {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{CorruptWr, ExpectationResult, Validation};
+    use crate::results::{LatencyRecord, TputRecord};
+
+    fn doc(records: Vec<Record>) -> ResultsDoc {
+        ResultsDoc {
+            results: records,
+            ..Default::default()
+        }
+    }
+
+    fn verdict(expr: &str, pass: bool) -> ExpectationResult {
+        ExpectationResult {
+            expr: expr.into(),
+            field: "p50_ns".into(),
+            measured: Some(37_823.5),
+            limit: 1.0,
+            pass,
+        }
+    }
+
+    #[test]
+    fn a_corrupt_payload_fails_verification_naming_the_first_wr() {
+        let mut t = TputRecord::example();
+        t.checks.validation = Some(Validation {
+            validated_wrs: 100,
+            corrupt_wrs: 1,
+            corrupt_bytes: 1,
+            first_corrupt: Some(CorruptWr {
+                qp: 2,
+                wr: 17,
+                offset: 5,
+                expected: 0x3a,
+                found: 0xc5,
+            }),
+            ..Default::default()
+        });
+        let clean = Record::Throughput(TputRecord::example());
+        let d = doc(vec![clean, Record::Throughput(t)]);
+        let e = verified(&d).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.to_string(),
+            "--validate: 1 WRs arrived corrupt, in 1 points; the first: QP 2 WR 17 at offset 5 (expected 0x3a, found 0xc5) (validation in the results file)"
+        );
+        assert!(verified(&doc(vec![Record::Latency(LatencyRecord::example())])).is_ok());
+    }
+
+    #[test]
+    fn a_failed_expectation_exits_3_naming_the_first() {
+        let mut a = LatencyRecord::example();
+        a.checks.expectations = vec![verdict("p50>0ns", true)];
+        let mut b = LatencyRecord::example();
+        b.size = 64;
+        b.checks.expectations = vec![verdict("p50>0ns", true), verdict("p50<1ns", false)];
+        let d = doc(vec![Record::Latency(a.clone()), Record::Latency(b)]);
+        let e = expectations_met(&d).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert_eq!(
+            e.to_string(),
+            "1 expectations failed, in 1 of 2 points (first: 'p50<1ns' at size 64: p50_ns = 37823.5); each point's verdicts are in `expectations` in the results file"
+        );
+        assert!(expectations_met(&doc(vec![Record::Latency(a)])).is_ok());
+    }
+}
