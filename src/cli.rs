@@ -112,6 +112,11 @@ pub struct CompareArgs {
     /// iteration mode, environment, clock source).
     #[arg(long)]
     pub force: bool,
+    /// Fail (exit 3, after the files are written) when a file's ratio to the
+    /// first file's misses a limit at a matched point, e.g. ratio.p50<=1.05,
+    /// ratio.mops>=0.95 (ratio.FIELD for any --expect field); repeatable.
+    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    pub expect: Vec<String>,
 }
 
 #[derive(Debug, Args, Clone)]

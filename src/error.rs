@@ -1,5 +1,7 @@
 //! The program's error type and its exit codes: bad input is the user's to
-//! fix (exit 2); anything that fails at run time exits 1.
+//! fix (exit 2); anything that fails at run time exits 1; a run that
+//! measured and saved everything but missed an `--expect` limit exits 3, so a
+//! script can tell "too slow" from "broken" (130: interrupted).
 
 use crate::clock::ClockError;
 use crate::verbs::VerbsError;
@@ -28,6 +30,9 @@ pub enum Error {
     /// Results were measured and saved, but did not verify.
     #[error("{0}")]
     Verification(String),
+    /// Results were measured and saved, but missed an `--expect` limit.
+    #[error("{0}")]
+    Expectation(String),
     #[error(
         "interrupted (the point in progress was abandoned; points measured before it are saved)"
     )]
@@ -41,6 +46,8 @@ impl Error {
             Error::Usage(_) | Error::Verbs(VerbsError::DeviceNotFound { .. }) => 2,
             // The shell's convention for "ended by SIGINT".
             Error::Interrupted => 130,
+            // Distinct from 1 and 2: the run worked, the figures missed a limit.
+            Error::Expectation(_) => 3,
             _ => 1,
         }
     }

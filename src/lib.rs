@@ -36,3 +36,4 @@ pub mod sweep;
 mod sys;
 #[allow(unsafe_code)]
 pub mod verbs;
+pub mod verdict;

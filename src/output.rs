@@ -340,6 +340,13 @@ impl Console {
         self.note(&line);
     }
 
+    /// Under a point's row: an `--expect` it missed (`verdict`'s words).
+    pub fn expectation_failed(&self, what: &str) {
+        if !self.quiet {
+            self.line(&format!("  expectation failed: {what}"));
+        }
+    }
+
     /// Under a latency row, once: a warning when reading `clock` costs more
     /// than 1% of the smallest latency measured (`ClockInfo::warning`).
     pub fn clock_note(&self, r: &Record, clock: &ClockInfo) {

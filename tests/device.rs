@@ -24,6 +24,8 @@ mod events_echo_bidir;
 mod events_post_api;
 #[path = "device/events_tput_serve.rs"]
 mod events_tput_serve;
+#[path = "device/expect.rs"]
+mod expect;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
 #[path = "device/output_figures.rs"]

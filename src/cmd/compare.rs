@@ -16,6 +16,7 @@ use crate::export::write_atomically;
 use crate::output::print_line;
 use crate::output_target::Target;
 
+mod expect;
 mod inputs;
 use crate::results::{MemoryFields, PathFields, PostingFields, Record, ResultsDoc};
 
@@ -48,6 +49,9 @@ pub struct Comparison {
     /// Each file's run conditions, joined with " | " where they differ (--force).
     pub conditions: Vec<(&'static str, String)>,
     pub rows: Vec<Row>,
+    /// `--expect`: each ratio expectation at each matched point.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<expect::RatioVerdict>,
 }
 
 /// The knobs a point is matched on: what was asked for, never what was
@@ -370,6 +374,7 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
         sources,
         conditions,
         rows,
+        expectations: Vec::new(),
     }
 }
 
@@ -438,11 +443,13 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     }
     let inputs: Vec<&Path> = args.files.iter().map(|p| p.as_path()).collect();
     crate::output_target::check(&targets, &inputs)?;
+    let exps = crate::verdict::parse_ratios("--expect", &args.expect)?;
     let docs = inputs::load_all(&args.files)?;
     if !args.force {
         check_conditions(&docs)?;
     }
-    let cmp = compare(&docs);
+    let mut cmp = compare(&docs);
+    cmp.expectations = expect::judge(&exps, &docs);
     // The files before the table: a reader that stops early (`| head`) loses nothing.
     if let Some(p) = &args.json {
         let mut bytes = serde_json::to_vec_pretty(&cmp).expect("comparisons serialise");
@@ -455,7 +462,9 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     if let Some(p) = &args.markdown {
         write_atomically(p, to_markdown(&cmp, &docs).as_bytes())?;
     }
-    print_table(&cmp)
+    print_table(&cmp)?;
+    expect::print(&cmp.expectations)?;
+    expect::met(&cmp.expectations)
 }
 
 /// The comparison on stdout; text from the files is printed escaped.

@@ -20,6 +20,7 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         return super::mpi::run(verb, args);
     }
     let mut plan = Plan::from_args(verb, args)?;
+    let expectations = super::expectations("--expect", &args.checks.expect, &plan)?;
     let sink = ResultsSink::new(args.json.clone(), args.csv.clone())
         .with_markdown("--markdown", args.markdown.clone())
         .with_samples(super::script_output::samples_file(args));
@@ -66,10 +67,11 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
         None,
         &|i, f| live.show(i, f),
         sink.samples(),
-        &mut super::keep(&console, &mut doc, &sink),
+        &mut super::keep(&console, &mut doc, &sink, &expectations),
     );
     console.finish();
     result
         .and_then(|()| console.check())
         .and_then(|()| super::verified(&doc))
+        .and_then(|()| super::expectations_met(&doc))
 }

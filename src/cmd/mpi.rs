@@ -86,6 +86,7 @@ impl Control for ToRankZero<'_> {
 /// `rdma-bench <verb> --tput ...` under an MPI launcher.
 pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     let plan = Plan::from_args(verb, args)?;
+    let expectations = super::expectations("--expect", &args.checks.expect, &plan)?;
     let Plan::Tput(mut spec, _) = plan else {
         return Err(Error::usage(
             "under mpirun, run throughput tests (--tput): rank 0 serves, the other ranks are clients",
@@ -169,13 +170,17 @@ pub fn run(verb: VerbKind, args: &TestArgs) -> Result<()> {
     doc.note_peak_rss();
     let console = Console::new(args.quiet, 0).with_figure(args.checks.output);
     console.tput_header(&spec, port.ctx.name());
-    for r in &doc.results {
+    for r in &mut doc.results {
+        let failed = crate::verdict::judge_record(&expectations, r);
         console.record(r);
+        for f in &failed {
+            console.expectation_failed(f);
+        }
     }
     ResultsSink::new(args.json.clone(), args.csv.clone())
         .with_markdown("--markdown", args.markdown.clone())
         .write(&doc)?;
-    super::verified(&doc)
+    super::verified(&doc).and_then(|()| super::expectations_met(&doc))
 }
 
 /// Rank 0: one server thread per client rank, and this thread routing their

@@ -14,6 +14,7 @@ use crate::escape::printable;
 use crate::export::ResultsSink;
 use crate::output::{print_line, Console};
 use crate::results::SCHEMA_VERSION;
+use crate::verdict::Expectation;
 
 use super::plan::{record_id, Plan};
 use super::setup::{new_doc, plan_cpus};
@@ -48,6 +49,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             connect: args.connect.clone(),
         },
     )?;
+    let expectations = expectations(args, &exp)?;
     let forever = exp.series.iter().any(|s| s.plan.forever());
     if forever && exp.series.len() > 1 {
         return Err(Error::usage(format!(
@@ -79,7 +81,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             "# {} runs under an MPI launcher (build with `cargo build --release --features mpi`); one line per series:",
             exp.name
         ))?;
-        for line in exp.launch_lines(&args.out) {
+        for line in exp.launch_lines(&args.out, &args.expect) {
             print_line(&line)?;
         }
         return Ok(());
@@ -122,9 +124,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     if !args.quiet {
         // Which [defaults] each series took, said before anything is opened.
-        for s in &exp.series {
+        for (s, (_, left_out)) in exp.series.iter().zip(&expectations) {
             if let Some(note) = s.defaults_note() {
                 print_line(&format!("# series '{}': {note}", printable(&s.label)))?;
+            }
+            for (e, why) in left_out {
+                print_line(&format!(
+                    "# series '{}': --expect '{}' left out ({why})",
+                    printable(&s.label),
+                    printable(e)
+                ))?;
             }
         }
     }
@@ -161,16 +170,23 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )));
     }
     let done: HashSet<String> = doc.results.iter().map(record_id).collect();
-    let plans: Vec<(String, Plan)> = exp
+    let plans: Vec<(String, Plan, &[Expectation])> = exp
         .series
         .iter()
-        .map(|s| (s.label.clone(), s.plan.without(Some(&s.label), &done)))
+        .zip(&expectations)
+        .map(|(s, (e, _))| {
+            (
+                s.label.clone(),
+                s.plan.without(Some(&s.label), &done),
+                e.as_slice(),
+            )
+        })
         .collect();
     let csv = json.with_extension("csv");
     let sink = ResultsSink::new(Some(json.clone()), Some(csv.clone()));
-    let todo: usize = plans.iter().map(|(_, p)| p.points()).sum();
+    let todo: usize = plans.iter().map(|(_, p, _)| p.points()).sum();
     let loopback = args.connect.is_none();
-    let (client, server) = plans.iter().fold((1, 0), |(c, s), (_, p)| {
+    let (client, server) = plans.iter().fold((1, 0), |(c, s), (_, p, _)| {
         let (pc, ps) = p.threads(loopback);
         (c.max(pc), s.max(ps))
     });
@@ -201,8 +217,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     let result = plans
         .iter()
-        .filter(|(_, p)| p.points() > 0)
-        .try_for_each(|(label, plan)| {
+        .filter(|(_, p, _)| p.points() > 0)
+        .try_for_each(|(label, plan, expectations)| {
             console.note(&format!("series '{}'", printable(label)));
             plan.announce(&console, port.ctx.name());
             let live = super::Live::new(&console, plan, Some(label), &sink, &doc);
@@ -213,7 +229,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 Some(label),
                 &|i, f| live.show(i, f),
                 None,
-                &mut super::keep(&console, &mut doc, &sink),
+                &mut super::keep(&console, &mut doc, &sink, expectations),
             )
         });
     console.finish();
@@ -230,6 +246,50 @@ pub fn run(args: &RunArgs) -> Result<()> {
     result
         .and_then(|()| console.check())
         .and_then(|()| super::verified(&doc))
+        .and_then(|()| super::expectations_met(&doc))
+}
+
+/// What a series is held to, and the `run --expect` expressions (with why)
+/// that it never records.
+type SeriesExpectations = (Vec<Expectation>, Vec<(String, String)>);
+
+/// Each series' expectations: `run --expect`'s that it records, then the
+/// file's (`[defaults]`' and its own); and the `run --expect` expressions
+/// left out of it, with why. An expression no series records is refused,
+/// as are malformed ones, before any device opens.
+fn expectations(args: &RunArgs, exp: &experiment::Experiment) -> Result<Vec<SeriesExpectations>> {
+    let parsed = args
+        .expect
+        .iter()
+        .map(|e| {
+            Expectation::parse(e)
+                .map_err(|m| Error::usage(format!("--expect '{}': {m}", printable(e.trim()))))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut per_series: Vec<SeriesExpectations> = Vec::new();
+    for s in &exp.series {
+        let run = super::recorded(&s.plan);
+        let (mut kept, mut left_out) = (Vec::new(), Vec::new());
+        for e in &parsed {
+            match e.recorded_by(&run) {
+                Ok(()) => kept.push(e.clone()),
+                Err(why) => left_out.push((e.expr.clone(), why)),
+            }
+        }
+        kept.extend(s.expect.iter().cloned());
+        per_series.push((kept, left_out));
+    }
+    for (i, e) in parsed.iter().enumerate() {
+        let nowhere = per_series
+            .iter()
+            .all(|(_, left)| left.iter().any(|(x, _)| *x == e.expr));
+        if nowhere && !exp.series.is_empty() {
+            // The first series' refusal says why, and which fields it does record.
+            let run = super::recorded(&exp.series[0].plan);
+            crate::verdict::parse_all("--expect", &args.expect[i..=i], &run)?;
+        }
+    }
+    Ok(per_series)
 }
 
 #[cfg(test)]

@@ -111,6 +111,8 @@ pub struct Series {
     /// Each `[defaults]` key the series does not set itself: `None` when it
     /// applied, else why it was left out.
     pub defaults: Vec<(String, Option<String>)>,
+    /// `expect`: the `[defaults]` list that fits the series, then its own.
+    pub expect: Vec<crate::verdict::Expectation>,
 }
 
 impl Series {
@@ -267,7 +269,7 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
         let at = table.span().start;
         let table = table.get_ref();
         check_keys(&cx, table, false)?;
-        let s = series::build_series(
+        let mut s = series::build_series(
             &cx,
             i,
             at,
@@ -278,6 +280,7 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
                 launcher: &launcher,
             },
         )?;
+        expect::add(&cx, &defaults, table, &mut s)?;
         let label_at = table
             .iter()
             .find(|(k, _)| k.get_ref() == "label")
@@ -328,13 +331,13 @@ fn check_keys(cx: &Ctx, table: &Table, defaults: bool) -> Result<()> {
     for key in table.keys() {
         let k = key.get_ref().as_str();
         let known = is_option_key(k)
-            || matches!(k, "verb" | "metric" | "direction")
+            || matches!(k, "verb" | "metric" | "direction" | "expect")
             || (!defaults && k == "label");
         if !known {
             return Err(cx.err(
                 key.span().start,
                 format!(
-                    "unknown key '{k}'{} (known: label, verb, metric, direction, {})",
+                    "unknown key '{k}'{} (known: label, verb, metric, direction, expect, {})",
                     if defaults { " in [defaults]" } else { "" },
                     option_keys().collect::<Vec<_>>().join(", ")
                 ),
@@ -427,8 +430,9 @@ fn as_arg(key: &str, v: &toml::Value) -> std::result::Result<Option<String>, Str
 
 impl Experiment {
     /// The exact launcher lines for an MPI experiment, one per series (and
-    /// per launcher: mpirun, srun). rdma-bench never starts remote processes.
-    pub fn launch_lines(&self, out: &Path) -> Vec<String> {
+    /// per launcher: mpirun, srun), each with `run --expect`'s `expect`
+    /// expressions. rdma-bench never starts remote processes.
+    pub fn launch_lines(&self, out: &Path, expect: &[String]) -> Vec<String> {
         let Launcher::Mpi { ranks } = self.launcher else {
             return Vec::new();
         };
@@ -436,6 +440,7 @@ impl Experiment {
         for (i, s) in self.series.iter().enumerate() {
             let json = out.join(format!("{}-{}.json", self.name, i + 1));
             let mut args: Vec<String> = s.argv.iter().map(|a| shell_word(a)).collect();
+            args.extend(expect.iter().map(|e| shell_word(&format!("--expect={e}"))));
             if let Some(cpu) = &self.cpu {
                 args.push(format!("--cpu={}", crate::affinity::format_cpu_list(cpu)));
             }
@@ -482,4 +487,5 @@ fn clap_key(e: &clap::Error) -> Option<String> {
 mod tests;
 
 mod defaults;
+mod expect;
 mod series;

@@ -229,5 +229,6 @@ pub(super) fn build_series(
                 )
             })
             .collect(),
+        expect: Vec::new(),
     })
 }

@@ -52,7 +52,7 @@ fn an_mpi_experiment_prints_launcher_lines() {
     let text = "name = \"m\"\nlauncher = \"mpi\"\nranks = 3\n[[series]]\nlabel = \"W\"\nverb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nqps = [1, 4]\n";
     let e = parse("m.toml", text).unwrap();
     assert_eq!(e.launcher, Launcher::Mpi { ranks: 3 });
-    let lines = e.launch_lines(Path::new("results"));
+    let lines = e.launch_lines(Path::new("results"), &[]);
     assert_eq!(
         lines[1],
         "mpirun -np 3 rdma-bench write --tput=inbound --qps=1,4 --json results/m-1.json"
@@ -78,9 +78,9 @@ fn a_file_level_cpu_list_pins_the_run() {
     let e = parse("m.toml", text).unwrap();
     assert_eq!(e.cpu, Some(vec![0, 2, 3]));
     assert!(
-        e.launch_lines(Path::new("results"))[1].contains(" --cpu=0,2-3 "),
+        e.launch_lines(Path::new("results"), &[])[1].contains(" --cpu=0,2-3 "),
         "{:?}",
-        e.launch_lines(Path::new("results"))
+        e.launch_lines(Path::new("results"), &[])
     );
     assert_eq!(
         parse("m.toml", "name = \"m\"\n[[series]]\nverb = \"read\"\n")
