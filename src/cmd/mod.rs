@@ -104,26 +104,38 @@ impl<'a> Live<'a> {
 }
 
 /// Fails (exit 1) when any measured result did not verify: an atomic that
-/// returned the wrong value, or target words that do not account for every
-/// atomic executed. Called after the results are written, so they are kept.
+/// returned the wrong value, target words that do not account for every
+/// atomic executed, or (`--validate`) a corrupt payload. Called after the
+/// results are written, so they are kept.
 pub fn verified(doc: &ResultsDoc) -> Result<()> {
     let (mut failures, mut points) = (0u64, 0usize);
+    let (mut corrupt, mut corrupt_points) = (0u64, 0usize);
     for r in &doc.results {
-        let f = match r {
-            Record::Latency(l) => l.verify_failures,
-            Record::Throughput(t) => t.verify_failures.unwrap_or(0),
+        let (f, checks) = match r {
+            Record::Latency(l) => (l.verify_failures, &l.checks),
+            Record::Throughput(t) => (t.verify_failures.unwrap_or(0), &t.checks),
         };
         if f > 0 {
             failures += f;
             points += 1;
         }
+        let c = checks.validation.as_ref().map_or(0, |v| v.corrupt_wrs);
+        if c > 0 {
+            corrupt += c;
+            corrupt_points += 1;
+        }
     }
-    if failures == 0 {
-        return Ok(());
+    if failures > 0 {
+        return Err(Error::Verification(format!(
+            "{failures} atomic results did not verify, in {points} points (verify_failures in the results file)"
+        )));
     }
-    Err(Error::Verification(format!(
-        "{failures} atomic results did not verify, in {points} points (verify_failures in the results file)"
-    )))
+    if corrupt > 0 {
+        return Err(Error::Verification(format!(
+            "{corrupt} WRs carried corrupt payloads, in {corrupt_points} points (validation.corrupt_wrs and first_corrupt in the results file)"
+        )));
+    }
+    Ok(())
 }
 
 /// Runs `client` against a server on its own thread of this process, over an
