@@ -14,9 +14,10 @@ use super::{server_part, ServerPart, RQ_DEPTH};
 /// A latency run has one QP pair: every pattern is QP 0's, in both directions.
 pub const QP: u32 = 0;
 
-/// The fault hook damages the payload of the 51st measured iteration (so a
-/// short `-D` run has it) ...
-const FAULT_AFTER_WARMUP: u64 = 50;
+/// The fault hook damages the payload of the 11th measured iteration (so a
+/// short `-D` run has it even where a round trip takes milliseconds, as in
+/// an emulated guest) ...
+const FAULT_AFTER_WARMUP: u64 = 10;
 /// ... at this byte, or the last one below it that the loop does not own.
 const FAULT_BYTE: usize = 3;
 
