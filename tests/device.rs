@@ -38,6 +38,8 @@ mod perftest;
 mod rate_load;
 #[path = "device/serve_hostile.rs"]
 mod serve_hostile;
+#[path = "device/validate_latency.rs"]
+mod validate_latency;
 #[path = "device/window_mid_pass.rs"]
 mod window_mid_pass;
 

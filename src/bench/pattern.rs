@@ -39,6 +39,25 @@ pub fn fill(buf: &mut [u8], qp: u32, seq: u64) {
     }
 }
 
+/// One WR's pattern, word by word, for a payload that is not a slice (a
+/// registered region the NIC writes, read and written through atomics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pattern(u64);
+
+impl Pattern {
+    /// WR `seq`'s pattern on QP `qp`.
+    #[inline(always)]
+    pub fn of(qp: u32, seq: u64) -> Pattern {
+        Pattern(seed(qp, seq))
+    }
+
+    /// Bytes `8w..8w+8` of the payload.
+    #[inline(always)]
+    pub fn word(self, w: usize) -> [u8; 8] {
+        word(self.0, w as u64)
+    }
+}
+
 /// What one payload's check found: how many bytes were wrong, and the
 /// first of them (offset, expected, found).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,6 +126,15 @@ mod tests {
         assert_eq!((m.wrong, m.offset, m.found ^ m.expected), (1, 17, 0x40));
         // ...unless it is the byte the loop owns.
         assert_eq!(check(&buf, 1, 100, Some(17)), None);
+    }
+
+    #[test]
+    fn pattern_words_are_the_filled_bytes() {
+        let mut buf = vec![0u8; 21];
+        fill(&mut buf, 4, 77);
+        let p = Pattern::of(4, 77);
+        let words: Vec<u8> = (0..3).flat_map(|w| p.word(w)).collect();
+        assert_eq!(&words[..21], &buf[..]);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 use crate::bench::PointOutcome;
 use crate::cli::TestArgs;
 use crate::error::{Error, Result};
-use crate::results::{CpuUtil, LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields};
+use crate::results::{
+    CheckFields, CpuUtil, LatencyRecord, LiveFields, MemoryFields, PathFields, PostingFields,
+};
 use crate::spec::{LatencyMode, LatencySpec, VerbKind};
 
 /// Builds the spec from arguments, refusing bad input (exit 2) before any
@@ -119,7 +121,10 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
             live.set_p99_extremes();
             live
         },
-        checks: Default::default(),
+        checks: CheckFields {
+            validation: p.validation.clone(),
+            ..Default::default()
+        },
         load: None,
         offered_mops: None,
         achieved_mops: None,

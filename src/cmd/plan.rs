@@ -372,6 +372,7 @@ impl Plan {
                     intervals: intervals.to_vec(),
                     cpu_peer: None,
                     path_mtu: 0,
+                    validation: None,
                 };
                 let mut r = super::latency::record(spec, &p);
                 r.series = label;

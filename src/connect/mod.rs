@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu_use::CpuUse;
 use crate::error::Result;
-use crate::report::{ClientFigure, DriverReport, PeerInfo};
+use crate::report::{ClientFigure, DriverReport, PeerInfo, Validation};
 use crate::spec::{TestSpec, TputPoint};
 use crate::verbs::Endpoint;
 
@@ -80,15 +80,24 @@ pub enum Message {
     Prepare { index: u32, size: u32 },
     /// Server → client: buffers reset, receives posted, ready for `index`.
     Ready { index: u32 },
-    /// Client → server: point `index` is over on the client's side.
-    Finish { index: u32 },
-    /// Server → client: what the server counted during point `index`, and
-    /// its CPU use from `ready` to `finish`.
+    /// Client → server: point `index` is over on the client's side, after
+    /// `sent` WRs (warm-up included; `--validate` WRITE: the last one's
+    /// payload is what the server's target must hold).
+    Finish {
+        index: u32,
+        #[serde(default)]
+        sent: u64,
+    },
+    /// Server → client: what the server counted during point `index`, its
+    /// CPU use from `ready` to `finish`, and (`--validate`) the payloads it
+    /// checked.
     Finished {
         index: u32,
         received: u64,
         #[serde(default)]
         cpu: Option<CpuUse>,
+        #[serde(default)]
+        validation: Option<Validation>,
     },
     /// Client → server: build your side of throughput point `index`; here are my QPs.
     TputPrepare {

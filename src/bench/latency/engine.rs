@@ -16,18 +16,22 @@ use crate::clock::Clock;
 use crate::connect::{expect, unexpected, Control, Deadlines, Message};
 use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::Result;
-use crate::report::{CounterDeltas, ToStop};
+use crate::report::{CounterDeltas, ToStop, Validation};
 use crate::spec::{AtomicOp, LatencyMode, LatencySpec, VerbKind};
 use crate::stats::LatencyRecorder;
-use crate::verbs::{CompletionQueue, SendList, Transport, WorkCompletion, UD_QKEY};
+use crate::verbs::{
+    CompletionQueue, MemoryRegion, QueuePair, SendList, Transport, WorkCompletion, UD_QKEY,
+};
 
 use super::super::counters::DeviceCounters;
 use super::super::intervals::IntervalBoard;
+use super::super::ops::Role;
 use super::super::ops::{
     atomic_expected, atomic_operands, posts_inline, send_op, test_fault, wc_label, Fault,
 };
 use super::super::qpset::GRH_BYTES;
 use super::super::wait::{IdleWatch, Patience};
+use super::validate::{self, Checks};
 use super::{server_part, ServerPart, Side, SIGNAL_EVERY};
 
 /// The marker byte a peer writes as the last payload byte of iteration `k`:
@@ -59,15 +63,20 @@ pub struct ClientPoint {
     pub to_stop: Option<ToStop>,
 }
 
-/// Offset of the last payload byte of a `size`-byte message in the receive area.
-fn recv_marker_at(side: &Side, size: u32) -> usize {
+/// Offset of a message's payload in receive slot `j` (UD: after the GRH).
+fn recv_payload_at(side: &Side, j: usize) -> usize {
     let grh = if side.qp().transport() == Transport::Ud {
         GRH_BYTES
     } else {
         0
     };
+    side.recv_area() + j * side.slot + grh
+}
+
+/// Offset of the last payload byte of a `size`-byte message in the receive area.
+fn recv_marker_at(side: &Side, size: u32) -> usize {
     // Size 0 (completion latency only) has no last byte: any byte will do.
-    side.recv_area() + grh + (size as usize).saturating_sub(1)
+    recv_payload_at(side, 0) + (size as usize).saturating_sub(1)
 }
 
 /// Offset of the last payload byte of a `size`-byte message in the send area.
@@ -75,18 +84,13 @@ fn send_marker_at(size: u32) -> usize {
     Side::SEND_AREA + (size as usize).saturating_sub(1)
 }
 
-/// Builds the one-WR list a side posts for `spec` at `size`: from the send
-/// area, or (ECHO's server) straight from where the request landed.
-fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) -> SendList {
+/// Builds the one-WR list a side posts for `spec` at `size` from `offset`:
+/// the send area, or (ECHO's server) straight from where the request landed.
+fn build_wr(side: &Side, spec: &LatencySpec, size: u32, offset: usize) -> SendList {
     let sge = spec.sge as usize;
     let mut wr = SendList::with_sges(1, sge);
     let remote = &side.remote;
     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
-    let offset = if from_recv_area {
-        side.recv_area()
-    } else {
-        Side::SEND_AREA
-    };
     wr.set_split(0, op, &side.set.mr, offset, size, sge);
     if let Some(ah) = &side.set.ahs[0] {
         wr.set_ud_dest(0, ah, remote.qpn, UD_QKEY);
@@ -99,6 +103,19 @@ fn build_wr(side: &Side, spec: &LatencySpec, size: u32, from_recv_area: bool) ->
         wr.spoil_lkeys();
     }
     wr
+}
+
+/// Iteration `k`'s WR is signaled when `k & mask == mask`: one in
+/// `SIGNAL_EVERY`, or (`--validate`, not inline) every one, since a buffer
+/// the NIC may still read is not refilled before its completion. A mask
+/// costs the loop what the constant modulo did.
+fn signal_mask(every_wr: bool) -> u64 {
+    const _: () = assert!(SIGNAL_EVERY.is_power_of_two());
+    if every_wr {
+        0
+    } else {
+        SIGNAL_EVERY - 1
+    }
 }
 
 /// Polls one completion from `cq` (bounded by `patience`), checking its
@@ -132,7 +149,7 @@ pub fn client_point(
     rec: &mut LatencyRecorder,
     counters: &DeviceCounters,
     board: Option<&IntervalBoard>,
-) -> Result<ClientPoint> {
+) -> Result<(ClientPoint, Option<Validation>)> {
     let mut before = None;
     let mut cpu_before = None;
     rec.clear();
@@ -146,8 +163,17 @@ pub fn client_point(
     };
     let forever = spec.live.forever;
     let patience = Patience::new(*clock, spec.timeout_s);
-    let mut wr = build_wr(side, spec, size, false);
+    let mut wr = build_wr(side, spec, size, Side::SEND_AREA);
     let inline = posts_inline(spec.verb, spec.inline, size, side.qp().max_inline());
+    // --validate: what the client checks and fills, between its samples.
+    let mut checks = Checks::new(spec, Role::Client);
+    let validate = checks.on();
+    let len = size as usize;
+    let answer_at = recv_payload_at(side, 0);
+    let (slot, remote_addr, slots) = (side.slot, side.remote.addr, side.recv_slots);
+    let signal_mask = signal_mask(validate && !inline);
+    let write_based = matches!(spec.verb, VerbKind::Write | VerbKind::Echo);
+    let mut target = 0usize;
     let verb = wc_label(spec.verb, spec.op);
     let warmup = spec.warmup;
     let duration_ticks = spec
@@ -167,6 +193,9 @@ pub fn client_point(
     let started = clock.now();
     let mut measured_from = started;
     let mut k = 0u64;
+    if validate && spec.op.is_none() && spec.verb != VerbKind::Read {
+        validate::fill(mr, Side::SEND_AREA, len, 0);
+    }
 
     loop {
         if k == warmup {
@@ -207,7 +236,7 @@ pub fn client_point(
             LatencyMode::PingPong => {
                 let m = marker(k);
                 mr.write_u8(send_marker, m);
-                let signaled = k % SIGNAL_EVERY == SIGNAL_EVERY - 1;
+                let signaled = k & signal_mask == signal_mask;
                 wr.set_signaled(0, signaled);
                 let t0 = clock.now();
                 qp.post_send(&mut wr)?;
@@ -235,6 +264,16 @@ pub fn client_point(
                 if signaled {
                     reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
                 }
+                if validate {
+                    // The answer (echo: our own request) is the pattern of k.
+                    checks.check(mr, answer_at, len, k, k, true);
+                    validate::fill(mr, Side::SEND_AREA, len, k + 1);
+                    if write_based {
+                        // The server checks request k while k+1 lands beside it.
+                        target = (target + 1) % slots;
+                        wr.set_remote_addr(0, remote_addr + (target * slot) as u64);
+                    }
+                }
             }
             LatencyMode::Completion => {
                 if let Some(AtomicOp::Cas) = spec.op {
@@ -249,8 +288,26 @@ pub fn client_point(
                 if k >= warmup {
                     sample(rec, &mut irec, forever, clock.to_ns(t1.wrapping_sub(t0)));
                 }
-                if spec.op.is_some() && mr.read_u64(Side::SEND_AREA) != atomic_expected(k) {
-                    failures += 1;
+                if validate {
+                    match spec.verb {
+                        VerbKind::Atomic => checks.flip_if_due(mr, Side::SEND_AREA, 8, k, false),
+                        VerbKind::Read => {
+                            // Every READ brings back the server's WR-0 pattern
+                            // into a landing area cleared after each check.
+                            checks.check(mr, Side::SEND_AREA, len, 0, k, false);
+                            mr.fill(Side::SEND_AREA, len, 0);
+                        }
+                        _ => validate::fill(mr, Side::SEND_AREA, len, k + 1),
+                    }
+                }
+                if spec.op.is_some() {
+                    let (found, expected) = (mr.read_u64(Side::SEND_AREA), atomic_expected(k));
+                    if found != expected {
+                        failures += 1;
+                    }
+                    if validate {
+                        checks.atomic(k, expected, found);
+                    }
                 }
             }
         }
@@ -283,7 +340,11 @@ pub fn client_point(
         qp.post_send(&mut wr)?;
         reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
     }
-    Ok(ClientPoint {
+    let validation = checks.finish().map(|v| Validation {
+        how: validate::how(spec, inline, slots),
+        ..v
+    });
+    let point = ClientPoint {
         measured,
         warmup: k.min(warmup),
         verify_failures: failures,
@@ -293,7 +354,8 @@ pub fn client_point(
         event_wakeups,
         cpu,
         to_stop,
-    })
+    };
+    Ok((point, validation))
 }
 
 /// Records one sample in the interval's histogram (--interval) and the
@@ -309,7 +371,15 @@ fn sample(rec: &mut LatencyRecorder, irec: &mut Option<LatencyRecorder>, forever
     }
 }
 
-/// Runs one point on the server; returns how many messages it received.
+/// What the server counted over one point.
+pub struct ServerPoint {
+    /// Messages received (SEND and ping-pong).
+    pub received: u64,
+    /// `--validate`: the payloads the server checked.
+    pub validation: Option<Validation>,
+}
+
+/// Runs one point on the server.
 pub fn server_point(
     side: &mut Side,
     spec: &LatencySpec,
@@ -317,7 +387,7 @@ pub fn server_point(
     index: u32,
     clock: &Clock,
     ctl: &mut dyn Control,
-) -> Result<u64> {
+) -> Result<ServerPoint> {
     let patience = Patience::new(*clock, spec.timeout_s);
     let deadlines = Deadlines::new(
         spec.timeout_s,
@@ -325,11 +395,41 @@ pub fn server_point(
     );
     let qpn = side.qp().qpn();
     let echo = spec.verb == VerbKind::Echo;
-    let mut wr = build_wr(side, spec, size, echo);
+    let from = if echo {
+        side.recv_area()
+    } else {
+        Side::SEND_AREA
+    };
+    let mut wr = build_wr(side, spec, size, from);
     let verb = wc_label(spec.verb, spec.op);
     let send_marker = send_marker_at(size);
-    let recv_marker = recv_marker_at(side, size);
-    let Side { set, recvs, .. } = side;
+    let mut recv_marker = recv_marker_at(side, size);
+    // --validate: requests land in `recv_slots` buffers in turn (SEND: the
+    // ring's next buffer, kept across points), each checked after the answer
+    // is posted; echo answers from the buffer its request landed in.
+    let mut checks = Checks::new(spec, Role::Server);
+    let validate = checks.on();
+    let len = size as usize;
+    let inline = posts_inline(spec.verb, spec.inline, size, side.qp().max_inline());
+    let signal_mask = signal_mask(validate && !inline);
+    let slots = side.recv_slots;
+    let ring = validate && !side.ring.is_empty();
+    let mut at = if ring { side.next_recv } else { 0 };
+    let payloads: Vec<usize> = (0..slots).map(|j| recv_payload_at(side, j)).collect();
+    let mut echo_next = (validate && echo && slots > 1)
+        .then(|| build_wr(side, spec, size, side.recv_area() + side.slot));
+    if validate && !echo {
+        validate::fill(&side.set.mr, Side::SEND_AREA, len, 0);
+    }
+    if ring {
+        recv_marker = payloads[at] + len.saturating_sub(1);
+    }
+    let Side {
+        set,
+        recvs,
+        ring: ring_recvs,
+        ..
+    } = side;
     let (qp, mr) = (&mut set.qps[0], &set.mr);
     let (send_cq, recv_cq) = (&set.send_cq, &set.recv_cq);
     let mut wc = [WorkCompletion::default(); 1];
@@ -338,8 +438,10 @@ pub fn server_point(
         deadlines.passive(),
         "SENDs or the client's finish (client gone?)",
     );
-    let is_finish = |m: &Message| matches!(m, Message::Finish { index: i } if *i == index);
-    let finish = |m: &mut Message| is_finish(m).then_some(());
+    let finished = |m: &Message| match m {
+        Message::Finish { index: i, sent } if *i == index => Some(*sent),
+        _ => None,
+    };
     match server_part(spec) {
         ServerPart::Answer => {
             let mut k = 0u64;
@@ -347,7 +449,9 @@ pub fn server_point(
                 let m = marker(k);
                 let seen = if spec.verb == VerbKind::Send {
                     reap_one(recv_cq, qpn, "RECV", &patience, &mut wc)?;
-                    qp.post_recv(recvs)?;
+                    if !ring {
+                        qp.post_recv(recvs)?;
+                    }
                     mr.read_u8(recv_marker)
                 } else {
                     patience.wait(
@@ -359,17 +463,33 @@ pub fn server_point(
                     )?
                 };
                 if seen == STOP {
+                    if ring {
+                        qp.post_recv(&mut ring_recvs[at])?;
+                        at = (at + 1) % slots;
+                    }
                     break;
                 }
                 received += 1;
                 if !echo {
                     mr.write_u8(send_marker, m);
                 }
-                let signaled = k % SIGNAL_EVERY == SIGNAL_EVERY - 1;
+                let signaled = k & signal_mask == signal_mask;
                 wr.set_signaled(0, signaled);
                 qp.post_send(&mut wr)?;
                 if signaled {
                     reap_one(send_cq, qpn, verb, &patience, &mut wc)?;
+                }
+                if validate {
+                    checks.check(mr, payloads[at], len, k, k, true);
+                    if ring {
+                        qp.post_recv(&mut ring_recvs[at])?;
+                    }
+                    at = (at + 1) % slots;
+                    recv_marker = payloads[at] + len.saturating_sub(1);
+                    match echo_next.as_mut() {
+                        Some(next) => std::mem::swap(&mut wr, next),
+                        None => validate::fill(mr, Side::SEND_AREA, len, k + 1),
+                    }
                 }
                 k += 1;
             }
@@ -377,36 +497,72 @@ pub fn server_point(
             while send_cq.poll(&mut wc)? == 1 {
                 wc[0].check(verb)?;
             }
-            expect(ctl, "finish", deadlines.passive(), finish)?;
+            expect(ctl, "finish", deadlines.passive(), |m| finished(m))?;
         }
-        ServerPart::Sink => loop {
-            if recv_cq.poll(&mut wc)? == 1 {
-                wc[0].check("RECV")?;
-                qp.post_recv(recvs)?;
-                received += 1;
-                watch.busy();
-                continue;
-            }
-            watch.idle()?;
-            // Idle: ask the control channel whether the client is done. This
-            // only happens when no message is waiting, so it costs the client nothing.
-            match ctl.poll()? {
-                Some(m) if is_finish(&m) => {
-                    // Count what arrived while the Finish was on its way.
-                    while recv_cq.poll(&mut wc)? == 1 {
-                        wc[0].check("RECV")?;
-                        qp.post_recv(recvs)?;
-                        received += 1;
-                    }
-                    break;
+        ServerPart::Sink => {
+            // One received message: checked (SEND under --validate) before
+            // its receive is posted again.
+            let mut take = |qp: &mut QueuePair, done: &WorkCompletion| -> Result<()> {
+                done.check("RECV")?;
+                if ring {
+                    checks.check(mr, payloads[at], len, received, received, false);
+                    qp.post_recv(&mut ring_recvs[at])?;
+                    at = (at + 1) % slots;
+                } else {
+                    qp.post_recv(recvs)?;
                 }
-                Some(other) => return Err(unexpected(ctl, "finish", &other)),
-                None => {}
+                received += 1;
+                Ok(())
+            };
+            loop {
+                if recv_cq.poll(&mut wc)? == 1 {
+                    take(qp, &wc[0])?;
+                    watch.busy();
+                    continue;
+                }
+                watch.idle()?;
+                // Idle: ask the control channel whether the client is done. This
+                // only happens when no message is waiting, so it costs the client nothing.
+                let Some(m) = ctl.poll()? else { continue };
+                let Some(sent) = finished(&m) else {
+                    return Err(unexpected(ctl, "finish", &m));
+                };
+                // Count what arrived while the Finish was on its way.
+                while recv_cq.poll(&mut wc)? == 1 {
+                    take(qp, &wc[0])?;
+                }
+                check_target(&mut checks, spec, mr, payloads[0], len, sent);
+                break;
             }
-        },
-        ServerPart::Passive => expect(ctl, "finish", deadlines.passive(), finish)?,
+        }
+        ServerPart::Passive => {
+            let sent = expect(ctl, "finish", deadlines.passive(), |m| finished(m))?;
+            check_target(&mut checks, spec, mr, payloads[0], len, sent);
+        }
     }
-    Ok(received)
+    if ring {
+        side.next_recv = at;
+    }
+    Ok(ServerPoint {
+        received,
+        validation: checks.finish(),
+    })
+}
+
+/// `--validate` WRITE --completion: the target holds the last WR's payload
+/// once the client has finished (`sent` WRs, warm-up included).
+fn check_target(
+    checks: &mut Checks,
+    spec: &LatencySpec,
+    mr: &MemoryRegion,
+    at: usize,
+    len: usize,
+    sent: u64,
+) {
+    if checks.on() && spec.verb == VerbKind::Write && sent > 0 {
+        checks.aim_fault_at(sent - 1);
+        checks.check(mr, at, len, sent - 1, sent - 1, false);
+    }
 }
 
 #[cfg(test)]

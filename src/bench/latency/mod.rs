@@ -4,6 +4,7 @@
 
 mod engine;
 mod session;
+mod validate;
 
 pub use engine::{marker, ClientPoint};
 pub use session::{run_client, run_client_live, serve_latency, PointOutcome};
@@ -53,10 +54,12 @@ fn needs_receives(spec: &LatencySpec, role: Role) -> bool {
 }
 
 /// What one side's set registers: one QP, a slot of the largest size for
-/// sending and one for receiving.
+/// sending and one for receiving (`--validate`: several, see
+/// `validate::recv_slots`).
 pub fn buffers(spec: &LatencySpec) -> Buffers {
+    let slot = slot_bytes(spec.max_size());
     Buffers {
-        region: 2 * slot_bytes(spec.max_size()),
+        region: (1 + validate::recv_slots(spec, slot)) * slot,
         qps: 1,
         memory: spec.memory,
     }
@@ -69,11 +72,12 @@ pub fn footprint(spec: &LatencySpec) -> Result<Footprint> {
 }
 
 /// One side's QP and buffer before the peer is known. The buffer is laid out
-/// as [send area | receive area], one slot each; the peer targets the
-/// receive area.
+/// as [send area | receive area], one slot each (`--validate`: the receive
+/// area has `recv_slots`); the peer targets the receive area.
 pub struct UnconnectedSide {
     set: QpSet,
     slot: usize,
+    recv_slots: usize,
     role: Role,
 }
 
@@ -99,7 +103,13 @@ impl UnconnectedSide {
                 memory: b.memory,
             },
         )?;
-        Ok(UnconnectedSide { set, slot, role })
+        let recv_slots = validate::recv_slots(spec, slot);
+        Ok(UnconnectedSide {
+            set,
+            slot,
+            recv_slots,
+            role,
+        })
     }
 
     /// What the peer needs: our QP, and our receive area as the RDMA target.
@@ -107,7 +117,7 @@ impl UnconnectedSide {
         let e = self.set.endpoints()[0];
         Endpoint {
             addr: e.addr + self.slot as u64,
-            len: self.slot as u64,
+            len: (self.recv_slots * self.slot) as u64,
             ..e
         }
     }
@@ -121,7 +131,17 @@ impl UnconnectedSide {
         self.set.connect(&[remote])?;
         // One receive WR into the receive area, reposted after every message.
         let mut recvs = RecvList::new(&self.set.mr, self.slot, self.slot as u32, 1, 0);
-        if needs_receives(spec, self.role) {
+        // --validate's SEND server: one receive per buffer of its ring,
+        // each reposted once its payload is checked.
+        let mut ring = Vec::new();
+        if self.role == Role::Server && validate::recv_ring(spec) {
+            for i in 0..self.recv_slots {
+                let at = self.slot * (1 + i);
+                let mut r = RecvList::new(&self.set.mr, at, self.slot as u32, 1, i as u64);
+                self.set.qps[0].post_recv(&mut r)?;
+                ring.push(r);
+            }
+        } else if needs_receives(spec, self.role) {
             for _ in 0..RQ_DEPTH {
                 self.set.qps[0].post_recv(&mut recvs)?;
             }
@@ -129,8 +149,11 @@ impl UnconnectedSide {
         Ok(Side {
             set: self.set,
             slot: self.slot,
+            recv_slots: self.recv_slots,
             remote,
             recvs,
+            ring,
+            next_recv: 0,
         })
     }
 }
@@ -139,8 +162,15 @@ impl UnconnectedSide {
 pub struct Side {
     set: QpSet,
     slot: usize,
+    /// Receive slots in the receive area (1 unless `--validate`).
+    recv_slots: usize,
     remote: Endpoint,
     recvs: RecvList,
+    /// `--validate`'s SEND server: the receive of each ring buffer, and the
+    /// one the next message lands in (kept across points, as the posted
+    /// receives are).
+    ring: Vec<RecvList>,
+    next_recv: usize,
 }
 
 impl Side {
@@ -156,7 +186,15 @@ impl Side {
 
     /// Zeroes both areas so no marker from the previous point is seen.
     fn reset(&self) {
-        self.set.mr.fill(0, 2 * self.slot, 0);
+        self.set.mr.fill(0, (1 + self.recv_slots) * self.slot, 0);
+    }
+
+    /// `--validate` READ: the server's buffer holds the pattern of WR 0,
+    /// which every READ of the point must bring back.
+    fn plant_pattern(&self, spec: &LatencySpec, size: u32) {
+        if spec.validate && spec.verb == VerbKind::Read {
+            validate::fill(&self.set.mr, self.recv_area(), size as usize, 0);
+        }
     }
 
     /// Test hook (`RDMA_BENCH_TEST_FAULT=atomic-word`): the atomic target

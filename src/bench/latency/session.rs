@@ -6,7 +6,7 @@ use crate::clock::Clock;
 use crate::connect::{accept, expect, fail, hello, refuse, Control, Deadlines, Message, PeerWatch};
 use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::{Error, Result};
-use crate::report::{IntervalFigure, PeerInfo};
+use crate::report::{IntervalFigure, PeerInfo, Validation};
 use crate::spec::{Connection, LatencySpec, PathEnds, TestSpec};
 use crate::stats::LatencyRecorder;
 use crate::verbs::Endpoint;
@@ -35,6 +35,9 @@ pub struct PointOutcome<'a> {
     pub cpu_peer: Option<CpuUse>,
     /// The path MTU both sides' QPs ran with (RC/UC; UD's payload limit).
     pub path_mtu: u32,
+    /// `--validate`: the payloads both sides checked (the server's counts
+    /// absorbed into the client's).
+    pub validation: Option<Validation>,
 }
 
 /// Checks `spec` against the device behind `port` and the path's ends;
@@ -169,16 +172,22 @@ fn client_session(
                 board.as_ref(),
             )
         });
-        let client = peer_watch.explain(ctl, client)?;
-        ctl.send(&Message::Finish { index })?;
-        let (received, cpu_peer) = expect(ctl, "finished", d.setup(), |m| match m {
+        let (client, mut validation) = peer_watch.explain(ctl, client)?;
+        // Every WR the loop posted, warm-up and the --forever tail included.
+        let sent = client.to_stop.map_or(client.measured, |t| t.ops) + client.warmup;
+        ctl.send(&Message::Finish { index, sent })?;
+        let (received, cpu_peer, checked) = expect(ctl, "finished", d.setup(), |m| match m {
             Message::Finished {
                 index: r,
                 received,
                 cpu,
-            } if *r == index => Some((*received, *cpu)),
+                validation,
+            } if *r == index => Some((*received, *cpu, validation.clone())),
             _ => None,
         })?;
+        if let (Some(v), Some(server)) = (validation.as_mut(), checked) {
+            v.absorb(&server);
+        }
         on_point(PointOutcome {
             index,
             size,
@@ -189,6 +198,7 @@ fn client_session(
             intervals,
             cpu_peer,
             path_mtu,
+            validation,
         })?;
     }
     ctl.send(&Message::Bye)?;
@@ -260,14 +270,16 @@ pub fn serve_latency(
         }
         side.reset();
         side.plant_faults(&spec);
+        side.plant_pattern(&spec, size);
         ctl.send(&Message::Ready { index })?;
         let before = CpuSnapshot::take();
-        let received = server_point(&mut side, &spec, size, index, clock, ctl)?;
+        let point = server_point(&mut side, &spec, size, index, clock, ctl)?;
         let cpu = Some(CpuSnapshot::take().since(&before));
         ctl.send(&Message::Finished {
             index,
-            received,
+            received: point.received,
             cpu,
+            validation: point.validation,
         })?;
     }
 }
