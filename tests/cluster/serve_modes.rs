@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use rdma_bench::results::{LatencyRecord, Record, TputRecord};
 
+use super::common::assert_validated_clean;
 use super::hosts::{peer, Peer, Serve};
 use super::{assert_packets, packets, run_experiment, WireCheck};
 
@@ -120,9 +121,20 @@ fn latency_of_every_verb_and_transport_through_serve() {
         ("fadd", "verb = \"atomic\"\nop = \"fadd\""),
         ("cas", "verb = \"atomic\"\nop = \"cas\""),
     ];
-    let toml = experiment(&format!("iters = {n}\nwarmup = 20"), &series);
+    // Every payload patterned and checked where it lands, on both hosts.
+    let toml = experiment(
+        &format!("iters = {n}\nwarmup = 20\nvalidate = true"),
+        &series,
+    );
     let doc = run_experiment("latency", &b, PORT, &toml);
     assert_eq!(doc.latency().count(), 15, "one record per series and size");
+    assert_validated_clean("two-host latency", &doc);
+    let checked: u64 = doc
+        .latency()
+        .filter_map(|r| r.checks.validation.as_ref())
+        .map(|v| v.validated_wrs)
+        .sum();
+    eprintln!("MEASURED: two-host latency --validate: {checked} payloads checked over 15 points, none corrupt");
     for r in doc.latency() {
         let what = check_latency(r, n);
         let (out, back) = per_iteration(r.series.as_deref().unwrap(), r);

@@ -308,3 +308,44 @@ pub fn await_tcp_listener(port: u16, secs: u64) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// `--validate` on latency points: the WRs a clean point must have checked, from counts the checks do not
+/// share: ping-pong, each side every message it received; a SEND sink every
+/// receive; READ and atomics every WR the client sent; a WRITE target (with
+/// or without an immediate) the last WR's payload, after the point.
+pub fn latency_validation_witness(r: &rdma_bench::results::LatencyRecord) -> u64 {
+    let received = || r.server_received.expect("the server counted");
+    match (r.metric.as_str(), r.verb.as_str()) {
+        ("completion", "write") => 1,
+        ("completion", "send") => received(),
+        ("completion", _) => r.sent,
+        _ => r.sent + received(),
+    }
+}
+
+pub fn assert_validated_clean(what: &str, doc: &rdma_bench::results::ResultsDoc) {
+    assert!(doc.latency().count() > 0, "{what}: no records");
+    for r in doc.latency() {
+        let v = r
+            .checks
+            .validation
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: no validation in {r:?}"));
+        let at = format!("{what} size {}: {v:?}", r.size);
+        assert_eq!((v.corrupt_wrs, v.corrupt_bytes), (0, 0), "{at}");
+        assert_eq!(v.first_corrupt, None, "{at}");
+        assert!(r.sent > 20, "{at}: the point ran past its warm-up");
+        assert_eq!(v.validated_wrs, latency_validation_witness(r), "{at}");
+        let per_wr = if r.verb == "atomic" {
+            8
+        } else {
+            u64::from(r.size)
+        };
+        assert_eq!(v.validated_bytes, v.validated_wrs * per_wr, "{at}");
+        assert!(!v.how.is_empty(), "{at}");
+        if let Some(n) = r.server_received {
+            assert_eq!(n, r.sent, "{at}: the server saw every message");
+        }
+        assert_eq!(r.verify_failures, 0, "{at}");
+    }
+}

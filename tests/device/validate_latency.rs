@@ -9,51 +9,12 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::common::{bin, scratch};
-use rdma_bench::results::{LatencyRecord, ResultsDoc};
+use super::common::{
+    assert_validated_clean as assert_clean, bin, latency_validation_witness as witness, scratch,
+};
+use rdma_bench::results::ResultsDoc;
 
 const FAULT: (&str, &str) = ("RDMA_BENCH_TEST_FAULT", "payload-byte");
-
-/// The WRs a clean point must have checked, from counts the checks do not
-/// share: ping-pong, each side every message it received; a SEND sink every
-/// receive; READ and atomics every WR the client sent; a WRITE target (with
-/// or without an immediate) the last WR's payload, after the point.
-fn witness(r: &LatencyRecord) -> u64 {
-    let received = || r.server_received.expect("the server counted");
-    match (r.metric.as_str(), r.verb.as_str()) {
-        ("completion", "write") => 1,
-        ("completion", "send") => received(),
-        ("completion", _) => r.sent,
-        _ => r.sent + received(),
-    }
-}
-
-fn assert_clean(what: &str, doc: &ResultsDoc) {
-    assert!(doc.latency().count() > 0, "{what}: no records");
-    for r in doc.latency() {
-        let v = r
-            .checks
-            .validation
-            .as_ref()
-            .unwrap_or_else(|| panic!("{what}: no validation in {r:?}"));
-        let at = format!("{what} size {}: {v:?}", r.size);
-        assert_eq!((v.corrupt_wrs, v.corrupt_bytes), (0, 0), "{at}");
-        assert_eq!(v.first_corrupt, None, "{at}");
-        assert!(r.sent > 20, "{at}: the point ran past its warm-up");
-        assert_eq!(v.validated_wrs, witness(r), "{at}");
-        let per_wr = if r.verb == "atomic" {
-            8
-        } else {
-            u64::from(r.size)
-        };
-        assert_eq!(v.validated_bytes, v.validated_wrs * per_wr, "{at}");
-        assert!(!v.how.is_empty(), "{at}");
-        if let Some(n) = r.server_received {
-            assert_eq!(n, r.sent, "{at}: the server saw every message");
-        }
-        assert_eq!(r.verify_failures, 0, "{at}");
-    }
-}
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]

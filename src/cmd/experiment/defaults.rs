@@ -58,6 +58,7 @@ const SAMPLE: &[(&str, &str)] = &[
     ("rate_per_qp", ""),
     ("burst", "1"),
     ("under_load", "max"),
+    ("validate", ""),
     // Not options: `metric` and `direction` make `--tput[=DIRECTION]`.
     ("metric", "throughput"),
     ("direction", "inbound"),

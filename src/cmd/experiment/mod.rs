@@ -63,6 +63,7 @@ const OPTIONS: &[(&str, Expect)] = &[
     ("rate_per_qp", Expect::Flag),
     ("burst", Expect::Count),
     ("under_load", Expect::Words),
+    ("validate", Expect::Flag),
 ];
 
 /// Series in one file: each is a command line checked on its own (and once
