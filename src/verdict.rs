@@ -327,6 +327,31 @@ pub fn round(v: f64) -> String {
     }
 }
 
+/// Longest expression accepted: the longest field, operator, number and
+/// unit fit in a fraction of it, so anything longer is not an expression.
+pub const MAX_EXPR_CHARS: usize = 200;
+
+/// Parses one expression of `option`, refusing it in one line that quotes
+/// it (cut short if it is long) and says `why`.
+fn parse_one<T>(
+    option: &str,
+    e: &str,
+    parse: impl FnOnce(&str) -> std::result::Result<T, String>,
+) -> Result<T> {
+    let e = e.trim();
+    let quoted = |e: &str| match e.char_indices().nth(60) {
+        Some((at, _)) => format!("{}...", printable(&e[..at])),
+        None => printable(e).into_owned(),
+    };
+    let refuse = |msg: String| Error::usage(format!("{option} '{}': {msg}", quoted(e)));
+    if e.chars().count() > MAX_EXPR_CHARS {
+        return Err(refuse(format!(
+            "longer than {MAX_EXPR_CHARS} characters: not an expression (FIELD OP NUMBER[UNIT], e.g. p99<=20us)"
+        )));
+    }
+    parse(e).map_err(refuse)
+}
+
 /// Parses every expression of `option` (`--expect`, or an experiment
 /// file's key) and checks each against what the run will record: one
 /// usage error naming the option, the expression and the valid fields.
@@ -334,16 +359,13 @@ pub fn parse_all(option: &str, exprs: &[String], run: &Recorded) -> Result<Vec<E
     exprs
         .iter()
         .map(|e| {
-            let refuse =
-                |msg: String| Error::usage(format!("{option} '{}': {msg}", printable(e.trim())));
-            let exp = Expectation::parse(e).map_err(refuse)?;
-            recorded(exp.field, run).map_err(|why| {
-                refuse(format!(
-                    "{why} (fields for this run: {})",
-                    field_names(Some(run))
-                ))
-            })?;
-            Ok(exp)
+            parse_one(option, e, |e| {
+                let exp = Expectation::parse(e)?;
+                recorded(exp.field, run).map_err(|why| {
+                    format!("{why} (fields for this run: {})", field_names(Some(run)))
+                })?;
+                Ok(exp)
+            })
         })
         .collect()
 }
@@ -352,10 +374,7 @@ pub fn parse_all(option: &str, exprs: &[String], run: &Recorded) -> Result<Vec<E
 pub fn parse_ratios(option: &str, exprs: &[String]) -> Result<Vec<Expectation>> {
     exprs
         .iter()
-        .map(|e| {
-            Expectation::parse_ratio(e)
-                .map_err(|msg| Error::usage(format!("{option} '{}': {msg}", printable(e.trim()))))
-        })
+        .map(|e| parse_one(option, e, Expectation::parse_ratio))
         .collect()
 }
 
