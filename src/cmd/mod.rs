@@ -108,7 +108,17 @@ impl<'a> Live<'a> {
 /// atomic executed. Called after the results are written, so they are kept.
 pub fn verified(doc: &ResultsDoc) -> Result<()> {
     let (mut failures, mut points) = (0u64, 0usize);
+    // --validate: a payload that arrived corrupt fails the run the same way.
+    let (mut corrupt, mut corrupt_points) = (0u64, 0usize);
     for r in &doc.results {
+        let checks = match r {
+            Record::Latency(l) => &l.checks,
+            Record::Throughput(t) => &t.checks,
+        };
+        if let Some(v) = checks.validation.as_ref().filter(|v| v.corrupt_wrs > 0) {
+            corrupt += v.corrupt_wrs;
+            corrupt_points += 1;
+        }
         let f = match r {
             Record::Latency(l) => l.verify_failures,
             Record::Throughput(t) => t.verify_failures.unwrap_or(0),
@@ -117,6 +127,11 @@ pub fn verified(doc: &ResultsDoc) -> Result<()> {
             failures += f;
             points += 1;
         }
+    }
+    if corrupt > 0 && failures == 0 {
+        return Err(Error::Verification(format!(
+            "{corrupt} payloads arrived corrupt, in {corrupt_points} points (validation.corrupt_wrs in the results file)"
+        )));
     }
     if failures == 0 {
         return Ok(());
