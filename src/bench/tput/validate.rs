@@ -85,6 +85,8 @@ pub struct Checker {
     /// The flip made: (QP, WR, byte), reported by `finish`.
     flipped: Option<(u32, u64, usize)>,
     side: &'static str,
+    /// A byte the loop owns in every payload (echo's marker), not compared.
+    skip: Option<usize>,
 }
 
 /// The WR the fault hook picks among payloads checked as they arrive.
@@ -104,7 +106,14 @@ impl Checker {
             fault_from: (test_fault(Fault::PayloadByte) && size > 0).then_some(fault_from),
             flipped: None,
             side,
+            skip: None,
         }
+    }
+
+    /// The same checker, leaving byte `at` of each payload uncompared.
+    pub fn skipping(mut self, at: usize) -> Self {
+        self.skip = Some(at);
+        self
     }
 
     /// Copies the payload at `offset` of `mr` and applies the fault hook.
@@ -113,7 +122,10 @@ impl Checker {
         read_into(mr, offset, &mut self.scratch);
         if let (Some(from), None, 0) = (self.fault_from, self.flipped, qp) {
             if wr >= from {
-                let byte = 3.min(self.scratch.len() - 1);
+                let byte = match 3.min(self.scratch.len() - 1) {
+                    b if Some(b) == self.skip => 0,
+                    b => b,
+                };
                 self.scratch[byte] ^= 0x01;
                 self.flipped = Some((qp, wr, byte));
             }
@@ -145,12 +157,12 @@ impl Checker {
         self.load(mr, offset, qp, wr);
         self.v.validated_wrs += 1;
         self.v.validated_bytes += self.scratch.len() as u64;
-        let Some(miss) = pattern::check(&self.scratch, qp, seq, None) else {
+        let Some(miss) = pattern::check(&self.scratch, qp, seq, self.skip) else {
             return Some(seq);
         };
         for a in 1..alternatives {
             let s = (seq + a) % modulo.max(1);
-            if pattern::check(&self.scratch, qp, s, None).is_none() {
+            if pattern::check(&self.scratch, qp, s, self.skip).is_none() {
                 return Some(s);
             }
         }
