@@ -34,6 +34,8 @@ mod perftest;
 mod rate_load;
 #[path = "device/serve_hostile.rs"]
 mod serve_hostile;
+#[path = "device/validate_tput.rs"]
+mod validate_tput;
 #[path = "device/window_mid_pass.rs"]
 mod window_mid_pass;
 
