@@ -98,6 +98,10 @@ pub struct DriverReport {
     /// `None` without events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_wakeups: Option<u64>,
+    /// `--validate`, where the driving side checks (READ: the data read
+    /// back), summed over its threads; `None` where it checks nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<Validation>,
 }
 
 /// `--forever`: what a stopped point's window did from its opening to the

@@ -40,6 +40,8 @@ mod rate_load;
 mod serve_hostile;
 #[path = "device/validate_latency.rs"]
 mod validate_latency;
+#[path = "device/validate_tput.rs"]
+mod validate_tput;
 #[path = "device/window_mid_pass.rs"]
 mod window_mid_pass;
 

@@ -401,6 +401,7 @@ impl Plan {
                     reverse: None,
                     cpu_local: None,
                     cpu_peer: None,
+                    validation: None,
                 };
                 let mut r = super::tput::record(spec, &o);
                 r.series = label;

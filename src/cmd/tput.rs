@@ -6,7 +6,8 @@ use crate::cli::TestArgs;
 use crate::error::{Error, Result};
 use crate::report::{DriverReport, IntervalFigure};
 use crate::results::{
-    CpuUtil, DirectionFigure, LiveFields, MemoryFields, PathFields, PostingFields, TputRecord,
+    CheckFields, CpuUtil, DirectionFigure, LiveFields, MemoryFields, PathFields, PostingFields,
+    TputRecord,
 };
 use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
 use crate::sweep::parse_list;
@@ -315,7 +316,10 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
             live.set_rate_extremes(p.size, both);
             live
         },
-        checks: Default::default(),
+        checks: CheckFields {
+            validation: o.validation.clone(),
+            ..Default::default()
+        },
         // --bidirectional: each side offers the rate; mops sums both sides.
         offered_mops: spec
             .rate
@@ -345,6 +349,8 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         per_qp_sent: cat(&client.per_qp_sent, &server.per_qp_sent),
         responses: 0,
         completions: client.completions + server.completions,
+        // The outcome carries both sides' checks, merged (TputOutcome::validation).
+        validation: None,
         device_counters: client.device_counters.clone(),
         // This process's CPU (the peer's is recorded apart).
         cpu: client.cpu,

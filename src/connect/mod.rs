@@ -127,6 +127,10 @@ pub enum Message {
         /// This side's CPU use from `go` to `stop`.
         #[serde(default)]
         cpu: Option<CpuUse>,
+        /// `--validate`: what this side's targets checked of the driver's
+        /// payloads (SEND, WRITE); `None` where they check nothing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validation: Option<crate::report::Validation>,
     },
     /// Client → server: no more points.
     Bye,

@@ -9,7 +9,7 @@ use crate::abort::aborted;
 use crate::affinity;
 use crate::connect::{expect, Control, Deadlines, Message};
 use crate::error::{Error, Result};
-use crate::report::{DriverReport, IntervalFigure};
+use crate::report::{DriverReport, IntervalFigure, Validation};
 
 use super::issuer::{run_issuer, IssuerSet};
 use super::target::{poll_stop, TargetSet};
@@ -30,6 +30,10 @@ pub struct BidirOutcome {
     /// What the peer's target counted of this side's WRs, and its words.
     pub peer_received: Vec<u64>,
     pub peer_words: Vec<u64>,
+    /// `--validate`: what this side's targets checked of the peer's
+    /// payloads, and what the peer's checked of this side's.
+    pub validation: Option<Validation>,
+    pub peer_validation: Option<Validation>,
 }
 
 /// Runs this side's issuers and targets together until both sides' issuers
@@ -95,7 +99,7 @@ pub fn run_bidir(
                     })?;
                     peer = Some(report);
                 }
-            } else if target.drain(&mut received, &mut buf)? > 0 {
+            } else if target.drain_any(&mut received, &mut buf)? > 0 {
                 watch.busy();
                 continue;
             } else if peer.is_none() && watch.idle()? {
@@ -107,7 +111,7 @@ pub fn run_bidir(
             }
             if let (Some(m), Some(p)) = (&mine, &peer) {
                 // The peer's WRs have all completed: count what is still queued.
-                while target.drain(&mut received, &mut buf)? > 0 {}
+                while target.drain_any(&mut received, &mut buf)? > 0 {}
                 return Ok((m.clone(), p.clone()));
             }
         }
@@ -120,6 +124,7 @@ pub fn run_bidir(
     }
     let words = target.atomic_words();
     target.hook_written_slots(ctx.spec, index);
+    let validation = target.validation(&peer);
     ctl.send(&Message::Stopped {
         index,
         received: received.clone(),
@@ -127,16 +132,23 @@ pub fn run_bidir(
         words: words.clone(),
         // Each side's CPU travels in its issuers' report (`DriverReport::cpu`).
         cpu: None,
+        validation: validation.clone(),
     })?;
-    let (peer_received, peer_words) = expect(ctl, "stopped", d.point(), |m| match m {
-        Message::Stopped {
-            index: r,
-            received,
-            words,
-            ..
-        } if *r == index => Some((std::mem::take(received), std::mem::take(words))),
-        _ => None,
-    })?;
+    let (peer_received, peer_words, peer_validation) =
+        expect(ctl, "stopped", d.point(), |m| match m {
+            Message::Stopped {
+                index: r,
+                received,
+                words,
+                validation,
+                ..
+            } if *r == index => Some((
+                std::mem::take(received),
+                std::mem::take(words),
+                validation.take(),
+            )),
+            _ => None,
+        })?;
     Ok(BidirOutcome {
         mine,
         peer,
@@ -144,5 +156,7 @@ pub fn run_bidir(
         words,
         peer_received,
         peer_words,
+        validation,
+        peer_validation,
     })
 }

@@ -90,47 +90,70 @@ impl SendTracker {
 /// per QP, reposted whenever that many have been consumed. A receive's wr_id
 /// names its QP (`WrId::qp`). With a shared receive queue (`shared`), one
 /// list serves every QP and is reposted on the SRQ whenever that many
-/// receives have been consumed on any of them.
+/// receives have been consumed on any of them. A rotating ring
+/// (`--validate`) holds `per` lists per QP (or SRQ), each over buffers of
+/// its own, posted in turn, so no two receives outstanding share a buffer
+/// and a payload stays put until its receive is checked and reposted.
 pub struct RecvRing {
     lists: Vec<RecvList>,
     consumed: Vec<u32>,
     batch: u32,
     shared: Option<Arc<SharedReceiveQueue>>,
+    /// Lists per QP (or for the SRQ), and the one each reposts next.
+    per: usize,
+    turns: Vec<usize>,
 }
 
 impl RecvRing {
     /// `lists[q]`: the batch list of QP `q` (every list the same length).
     pub fn new(lists: Vec<RecvList>) -> Self {
+        Self::rotating(lists, 1)
+    }
+
+    /// `lists[q * per..][..per]`: QP `q`'s lists, posted in turn.
+    pub fn rotating(lists: Vec<RecvList>, per: usize) -> Self {
         let batch = lists.first().map_or(1, |l| l.len() as u32);
+        let qps = lists.len() / per.max(1);
         RecvRing {
-            consumed: vec![0; lists.len()],
+            consumed: vec![0; qps],
             lists,
             batch,
             shared: None,
+            per: per.max(1),
+            turns: vec![0; qps],
         }
     }
 
     /// One batch `list` reposted on `srq` for every QP that draws from it.
     pub fn shared(srq: Arc<SharedReceiveQueue>, list: RecvList) -> Self {
+        Self::shared_rotating(srq, vec![list])
+    }
+
+    /// `lists` posted in turn on `srq`.
+    pub fn shared_rotating(srq: Arc<SharedReceiveQueue>, lists: Vec<RecvList>) -> Self {
+        let per = lists.len();
         RecvRing {
             shared: Some(srq),
-            ..RecvRing::new(vec![list])
+            ..RecvRing::rotating(lists, per)
         }
     }
 
     /// Posts `batches` whole batches on every QP, or on the SRQ (setup,
     /// before the peer sends).
     pub fn fill(&mut self, qps: &mut [QueuePair], batches: u32) -> Result<()> {
+        let per = self.per;
         if let Some(srq) = &self.shared {
-            for _ in 0..batches {
-                srq.post_recv(&mut self.lists[0])?;
+            for b in 0..batches as usize {
+                srq.post_recv(&mut self.lists[b % per])?;
             }
+            self.turns[0] = batches as usize % per;
             return Ok(());
         }
-        for (qp, list) in qps.iter_mut().zip(&mut self.lists) {
-            for _ in 0..batches {
-                qp.post_recv(list)?;
+        for (q, qp) in qps.iter_mut().enumerate().take(self.turns.len()) {
+            for b in 0..batches as usize {
+                qp.post_recv(&mut self.lists[q * per + b % per])?;
             }
+            self.turns[q] = batches as usize % per;
         }
         Ok(())
     }
@@ -144,14 +167,16 @@ impl RecvRing {
             self.consumed[0] += 1;
             if self.consumed[0] == self.batch {
                 self.consumed[0] = 0;
-                srq.post_recv(&mut self.lists[0])?;
+                srq.post_recv(&mut self.lists[self.turns[0]])?;
+                self.turns[0] = (self.turns[0] + 1) % self.per;
             }
             return Ok(());
         }
         self.consumed[q] += 1;
         if self.consumed[q] == self.batch {
             self.consumed[q] = 0;
-            qp.post_recv(&mut self.lists[q])?;
+            qp.post_recv(&mut self.lists[q * self.per + self.turns[q]])?;
+            self.turns[q] = (self.turns[q] + 1) % self.per;
         }
         Ok(())
     }
@@ -204,6 +229,12 @@ impl ArrivalBuf {
             Ok(i) => Ok(self.by_qpn[i].1),
             Err(_) => Err(stray(qpn)),
         }
+    }
+
+    /// The wr_id of arrival `i` of the last poll (which buffer it filled).
+    #[inline(always)]
+    pub fn wr_id(&self, i: usize) -> u64 {
+        self.wcs[i].wr_id()
     }
 
     /// Polls `cq` once; the arrivals are `self.got[..n]`. Every one must be

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::report::{DriverReport, ToStop};
+use crate::report::{DriverReport, ToStop, Validation};
 use crate::spec::{EchoVerb, TputPoint, TputSpec, VerbKind};
 use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_QKEY};
 
@@ -22,6 +22,7 @@ use super::completions::{name_the_cause, ArrivalBuf, RecvRing, SendTracker, WrId
 use super::echo_wire::{EchoImm, EchoLayout};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
+use super::validate::{self, Checker};
 use super::window::{PointCtx, ThreadWindow, WithinPass};
 
 /// One echo client thread: request QPs, and (SEND responses to WRITE
@@ -39,6 +40,11 @@ pub struct EchoClientSet {
     /// SEND responses: the receives kept posted (on `resp`, or on `req` for
     /// SEND/SEND), built once connected.
     recvs: Option<RecvRing>,
+    /// `--validate`: request slots carry the pattern, and (WRITE responses)
+    /// the response slots are checked against them after the loop.
+    validate: bool,
+    /// This thread's first QP in the client's numbering (the pattern's QP).
+    first_qp: usize,
 }
 
 /// What one client thread's sets register (what `EchoClientSet::new`
@@ -130,6 +136,8 @@ impl EchoClientSet {
             inline,
             requests: Vec::new(),
             recvs: None,
+            validate: spec.validate,
+            first_qp: 0,
         })
     }
 
@@ -176,6 +184,18 @@ impl EchoClientSet {
         self.req.connect(&targets)?;
         if let Some(resp) = &mut self.resp {
             resp.connect(&vec![need_ud()?; n])?;
+        }
+        self.first_qp = first;
+        if self.validate && self.size > 0 {
+            // Request slot k of QP q carries the pattern of (q, k); the
+            // loop owns its last byte (the round trip's marker).
+            for q in 0..n {
+                for k in 0..w {
+                    let at = self.req.offset(q) + self.layout.request(k);
+                    let qp = (first + q) as u32;
+                    validate::fill(&self.req.mr, at, self.size as usize, qp, k as u64);
+                }
+            }
         }
         let mut requests = Vec::with_capacity(n * w);
         for (q, target) in targets.iter().enumerate() {
@@ -522,6 +542,7 @@ fn echo_client_thread(
     // Round trips completed by the end of the window; the drain after it is not counted.
     let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
     let elapsed_s = clock.to_ns(stopped_at.saturating_sub(win.opened())) as f64 / 1e9;
+    let validation = s.validate.then(|| check_responses(s, &fl, lossy));
     Ok(ThreadResult::new(
         thread,
         per_qp,
@@ -532,7 +553,41 @@ fn echo_client_thread(
     )
     .with_counters(counters)
     .with_wakeups(wakeups)
-    .with_to_stop(to_stop))
+    .with_to_stop(to_stop)
+    .with_validation(validation))
+}
+
+const ECHO_WRITE_HOW: &str = "echo (WRITE responses): each response slot that a round trip reached, against its request slot's pattern (its marker byte excepted), on the client after the loop, at no cost to the figures; the last response of each slot is what is checked (a corrupt one is named by its slot's round trips so far)";
+const ECHO_SEND_HOW: &str = "echo with SEND responses: not checked (responses land in a ring of receive buffers that later responses reuse); the request payloads carry the pattern";
+
+/// `--validate` after the loop: each response slot whose round trip came
+/// back at least once holds its request's pattern (WRITE responses).
+fn check_responses(s: &EchoClientSet, fl: &Flights, lossy: bool) -> Validation {
+    if s.resp_verb != EchoVerb::Write {
+        return Validation {
+            how: ECHO_SEND_HOW.into(),
+            ..Validation::default()
+        };
+    }
+    let size = s.size as usize;
+    let mut c = Checker::new(s.size, ECHO_WRITE_HOW.into(), 0, "echo client");
+    if size == 0 {
+        return c.finish();
+    }
+    c = c.skipping(size - 1);
+    let w = s.layout.window;
+    for q in 0..s.req.qps.len() {
+        let qp = (s.first_qp + q) as u32;
+        for k in 0..w {
+            let at = s.req.offset(q) + s.layout.response(k);
+            // A slot given up on (UC/UD) may never have been answered.
+            let answered = fl.gen[q * w + k] > 0 && !(lossy && c.is_blank(&s.req.mr, at));
+            if answered {
+                c.check(&s.req.mr, at, qp, fl.gen[q * w + k], k as u64, 1, 1);
+            }
+        }
+    }
+    c.finish()
 }
 
 /// `--events` (SEND requests and SEND responses): once a pass has found the

@@ -6,27 +6,34 @@ use std::sync::Barrier;
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::report::{DriverReport, ToStop};
-use crate::spec::AtomicOp;
+use crate::report::{DriverReport, ToStop, Validation};
+use crate::spec::{AtomicOp, VerbKind};
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
 use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_label, Fault};
 use super::super::port::Port;
-use super::super::qpset::{QpSet, QpShape};
+use super::super::qpset::{slot_bytes, QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
 use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
 use super::completions::{SendTracker, WrId};
 use super::pace::QpPacers;
 use super::threads::{run_threads, ThreadResult};
+use super::validate::{self, Checker};
 use super::window::{PointCtx, ThreadWindow, WithinPass};
 
 /// One issuing thread's QPs and the postlist each posts.
 pub struct IssuerSet {
     pub set: QpSet,
-    /// Per QP: its prebuilt postlist (built once connected).
+    /// Per QP: its prebuilt postlists (built once connected), `ring` of
+    /// them in a row (QP q's are `lists[q * ring..][..ring]`).
     lists: Vec<SendList>,
     /// Per QP: the remote address of each WR (`--region`/`--offsets`).
     slots: Vec<RemoteSlots>,
+    /// Prebuilt postlists per QP: 1, or under `--validate` a ring of them,
+    /// each WR with its own source slot (`validate::ring_slots`).
+    ring: usize,
+    /// The run-wide index of this set's first QP (the pattern's QP number).
+    first_qp: u32,
 }
 
 impl IssuerSet {
@@ -35,22 +42,50 @@ impl IssuerSet {
             set: QpSet::new(port, shape)?,
             lists: Vec::new(),
             slots: Vec::new(),
+            ring: 1,
+            first_qp: 0,
         })
     }
 
-    /// Connects QP i to `remotes[i]` and builds its postlist.
-    pub fn connect(&mut self, remotes: &[Endpoint], ctx: &PointCtx<'_>) -> Result<()> {
+    /// Connects QP i to `remotes[i]` and builds its postlist; `first_qp`
+    /// is the run-wide index of QP 0 (threads before this one hold the rest).
+    pub fn connect(
+        &mut self,
+        remotes: &[Endpoint],
+        ctx: &PointCtx<'_>,
+        first_qp: u32,
+    ) -> Result<()> {
         self.set.connect(remotes)?;
         let (spec, p) = (ctx.spec, ctx.point);
         let pl = p.postlist as usize;
-        let write = spec.verb == crate::spec::VerbKind::Write;
+        let write = spec.verb == VerbKind::Write;
+        let slot = slot_bytes(p.size);
+        let slots_per_qp = if spec.validate {
+            validate::ring_slots(p)
+        } else {
+            1
+        };
+        self.ring = slots_per_qp / pl;
+        self.first_qp = first_qp;
         for q in 0..remotes.len() {
-            // A payload no zeroed region holds, so the target's memory shows
-            // which of its slots WRITEs reached.
-            if write && p.size > 0 {
-                self.set
-                    .mr_of(q)
-                    .fill(self.set.offset(q), p.size as usize, PAYLOAD);
+            let (mr, at) = (self.set.mr_of(q), self.set.offset(q));
+            if spec.validate && p.size > 0 {
+                // WRITE/SEND: source slot k carries the pattern of sequence
+                // k; READ: landing slots start zeroed, so one no READ
+                // reached is told apart (atomics land 8 bytes, not checked here).
+                let qp = first_qp + q as u32;
+                for k in 0..slots_per_qp {
+                    match spec.verb {
+                        VerbKind::Write | VerbKind::Send => {
+                            validate::fill(mr, at + k * slot, p.size as usize, qp, k as u64)
+                        }
+                        _ => mr.fill(at + k * slot, p.size as usize, 0),
+                    }
+                }
+            } else if write && p.size > 0 {
+                // A payload no zeroed region holds, so the target's memory shows
+                // which of its slots WRITEs reached.
+                mr.fill(at, p.size as usize, PAYLOAD);
             }
         }
         self.slots = remotes
@@ -68,16 +103,19 @@ impl IssuerSet {
             self.set.qps.first().map_or(0, |q| q.max_inline()),
         );
         let spoil = test_fault(Fault::SendLkey);
+        let ring = self.ring;
         self.lists = remotes
             .iter()
             .enumerate()
-            .map(|(q, remote)| {
+            .flat_map(|(q, remote)| (0..ring).map(move |r| (q, r, remote)))
+            .map(|(q, r, remote)| {
                 let sge = spec.sge as usize;
                 let mut list = SendList::with_sges(pl, sge);
                 for j in 0..pl {
                     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
                     let mr = self.set.mr_of(q);
-                    list.set_split(j, op, mr, self.set.offset(q), p.size, sge);
+                    let at = self.set.offset(q) + (r * pl + j) * slot;
+                    list.set_split(j, op, mr, at, p.size, sge);
                     list.set_inline(j, inline);
                     if let Some(ah) = &self.set.ahs[q] {
                         list.set_ud_dest(j, ah, remote.qpn, UD_QKEY);
@@ -110,19 +148,35 @@ fn stamp(list: &mut SendList, j: usize, q: usize, seq: u64, signaled: bool, chai
 
 /// Runs the issuing threads of a point; returns what they measured.
 pub fn run_issuer(sets: &mut [IssuerSet], ctx: &PointCtx<'_>) -> Result<DriverReport> {
-    run_threads(sets, ctx.side, |t, set, barrier| {
-        issue_thread(t, set, ctx, barrier)
+    // The loop variant is chosen here, outside it: only under --validate
+    // does a post pick its postlist from a ring.
+    run_threads(sets, ctx.side, |t, set, barrier| match set.ring {
+        1 => issue_thread::<false>(t, set, ctx, barrier),
+        _ => issue_thread::<true>(t, set, ctx, barrier),
     })
 }
 
-fn issue_thread(
+/// `RING`: each QP posts from a ring of `s.ring` postlists in turn.
+fn issue_thread<const RING: bool>(
     thread: u32,
     s: &mut IssuerSet,
     ctx: &PointCtx<'_>,
     barrier: &Barrier,
 ) -> Result<ThreadResult> {
     let (spec, p, clock, window) = (ctx.spec, ctx.point, ctx.clock, ctx.window);
-    let IssuerSet { set, lists, slots } = s;
+    let IssuerSet {
+        set,
+        lists,
+        slots,
+        ring,
+        first_qp,
+    } = s;
+    let ring = *ring;
+    // The postlist QP q posts next (its turn in the ring under --validate).
+    let list_of = |q: usize, posted: u64| match RING {
+        true => q * ring + (posted / u64::from(p.postlist)) as usize % ring,
+        false => q,
+    };
     let moving = slots.iter().any(|s| s.moves());
     let n = set.qps.len();
     let pl = p.postlist as u64;
@@ -237,7 +291,7 @@ fn issue_thread(
                         break;
                     }
                 }
-                let list = &mut lists[q];
+                let list = &mut lists[list_of(q, tx.posted[q])];
                 for j in 0..pl {
                     let seq = tx.posted[q] + j + 1;
                     // Signal every S-th WR, the last WR of an --iters run, and the
@@ -320,8 +374,9 @@ fn issue_thread(
         closed_at = at;
     }
     // Make the last WR of every QP signaled, so everything posted retires.
-    for (q, list) in lists.iter_mut().enumerate() {
+    for q in 0..n {
         if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
+            let list = &mut lists[list_of(q, tx.posted[q])];
             for j in 0..pl {
                 let seq = tx.posted[q] + j + 1;
                 stamp(list, j as usize, q, seq, j + 1 == pl, chain_cas);
@@ -340,10 +395,46 @@ fn issue_thread(
         },
     )?;
     let elapsed_s = clock.to_ns(closed_at.wrapping_sub(win.opened())) as f64 / 1e9;
+    // READ under --validate: the landing slots, checked after every WR has
+    // completed (outside the window).
+    let validation = (RING && spec.verb == VerbKind::Read)
+        .then(|| check_read_back(set, *first_qp, p.size, ring * pl as usize, &tx.posted));
     Ok(
         ThreadResult::new(thread, per_qp, elapsed_s, tx.posted, 0, tx.completions)
             .with_counters(counters)
             .with_wakeups(wakeups)
-            .with_to_stop(to_stop),
+            .with_to_stop(to_stop)
+            .with_validation(validation),
     )
+}
+
+/// What `validation.how` says of a READ point.
+pub const READ_HOW: &str = "READ: the issuer's landing slots (one per WR of its ring) checked against the target's pattern once every WR completed, outside the window (one check per slot, the last READ into it)";
+
+/// READ under `--validate`: every landing slot a READ reached must hold the
+/// target's pattern for its QP (sequence 0: the target's memory does not
+/// change). Each slot is reported as the last WR that landed in it.
+fn check_read_back(
+    set: &QpSet,
+    first_qp: u32,
+    size: u32,
+    slots: usize,
+    posted: &[u64],
+) -> Validation {
+    let mut c = Checker::new(size, READ_HOW.into(), 0, "issuer");
+    if size == 0 {
+        return c.finish();
+    }
+    let stride = slot_bytes(size);
+    for (q, &sent) in posted.iter().enumerate() {
+        let qp = first_qp + q as u32;
+        for k in 0..slots {
+            let wr = validate::last_wr_of_slot(sent, slots, k as u64);
+            if wr > 0 {
+                let at = set.offset(q) + k * stride;
+                c.check(set.mr_of(q), at, qp, wr, 0, 1, 1);
+            }
+        }
+    }
+    c.finish()
 }

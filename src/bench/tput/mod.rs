@@ -21,6 +21,7 @@ mod pace;
 mod session;
 mod target;
 mod threads;
+mod validate;
 mod window;
 
 pub use hold::LoadHold;
@@ -135,10 +136,16 @@ impl EchoPart for EchoServer {
     }
 }
 
-/// What one issuing thread's set registers: a slot per QP.
+/// What one issuing thread's set registers: a slot per QP (`--validate`:
+/// a ring of them, one per WR of its prebuilt postlists).
 fn issuer_buffers(spec: &TputSpec, p: &TputPoint) -> Buffers {
+    let slots = if spec.validate {
+        validate::ring_slots(p)
+    } else {
+        1
+    };
     Buffers {
-        region: slot_bytes(p.size),
+        region: slot_bytes(p.size) * slots,
         qps: p.qps,
         memory: spec.memory,
     }
@@ -165,6 +172,8 @@ impl<E: EchoPart> PointSide<E> {
             let f = Footprint::of(&Self::buffers(spec, p));
             match (spec.direction, spec.bidirectional) {
                 (Direction::Echo, false) => f.with_prepared(E::prepared_wrs(spec, p)),
+                // --validate: the issuers' rings of prebuilt postlists.
+                _ if spec.validate => f.with_prepared(issuer_ring_wrs(spec, p, E::ROLE)),
                 _ => f,
             }
         })
@@ -283,6 +292,20 @@ impl<E: EchoPart> PointSide<E> {
     }
 }
 
+/// `--validate`: the WRs this side's issuers prebuild in their rings (one
+/// postlist per QP without it).
+fn issuer_ring_wrs(spec: &TputSpec, p: &TputPoint, role: Role) -> u64 {
+    let issues = spec.bidirectional
+        || matches!(
+            (spec.direction, role),
+            (Direction::Inbound, Role::Client) | (Direction::Outbound, Role::Server)
+        );
+    match issues {
+        true => u64::from(p.total_qps()) * validate::ring_slots(p) as u64,
+        false => 0,
+    }
+}
+
 /// Connects each issuing thread's QPs to its share of `remotes`, in order.
 fn connect_issuers(sets: &mut [IssuerSet], remotes: &[Endpoint], ctx: &PointCtx<'_>) -> Result<()> {
     let mut at = 0;
@@ -291,7 +314,7 @@ fn connect_issuers(sets: &mut [IssuerSet], remotes: &[Endpoint], ctx: &PointCtx<
         let mine = remotes
             .get(at..at + n)
             .ok_or_else(|| short(remotes.len()))?;
-        s.connect(mine, ctx)?;
+        s.connect(mine, ctx, at as u32)?;
         at += n;
     }
     Ok(())

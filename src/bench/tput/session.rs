@@ -8,8 +8,8 @@ use crate::clock::Clock;
 use crate::connect::{accept, expect, fail, hello, refuse, Control, Deadlines, Message, PeerWatch};
 use crate::cpu_use::{CpuSnapshot, CpuUse};
 use crate::error::{Error, Result};
-use crate::report::{ClientFigure, DriverReport, IntervalFigure, PeerInfo};
-use crate::spec::{Connection, DeviceLimits, TestSpec, TputPoint, TputSpec};
+use crate::report::{ClientFigure, DriverReport, IntervalFigure, PeerInfo, Validation};
+use crate::spec::{Connection, DeviceLimits, TestSpec, TputPoint, TputSpec, VerbKind};
 use crate::verbs::Transport;
 
 use super::super::cm::{self, Listener};
@@ -25,6 +25,7 @@ use super::hold::LoadHold;
 use super::issuer::run_issuer;
 use super::target::run_target;
 use super::threads::drive;
+use super::validate;
 use super::window::PointCtx;
 use super::{EchoClients, EchoServer, PointSide};
 
@@ -54,6 +55,9 @@ pub struct TputOutcome {
     /// window; otherwise from go to stop), and the peer's as it reported.
     pub cpu_local: Option<CpuUse>,
     pub cpu_peer: Option<CpuUse>,
+    /// `--validate`: every check of the point's payloads, both sides' and
+    /// both directions' summed; `None` without it.
+    pub validation: Option<Validation>,
 }
 
 /// What the server issued in a bidirectional point, and what the client's
@@ -103,6 +107,7 @@ struct Counted {
     group: Vec<ClientFigure>,
     words: Vec<u64>,
     cpu: Option<CpuUse>,
+    validation: Option<Validation>,
 }
 
 impl Counted {
@@ -113,6 +118,7 @@ impl Counted {
             group: self.group,
             words: self.words,
             cpu: self.cpu,
+            validation: self.validation,
         }
     }
 }
@@ -136,11 +142,13 @@ fn finish_as_driver(
             group,
             words,
             cpu,
+            validation,
         } if *r == index => Some(Counted {
             received: std::mem::take(received),
             group: std::mem::take(group),
             words: std::mem::take(words),
             cpu: *cpu,
+            validation: validation.take(),
         }),
         _ => None,
     })?;
@@ -266,13 +274,24 @@ fn tput_client_session(
         // the watch ends them then, and says why.
         let watch = PeerWatch::start(ctl);
         let measured = measure_client_point(&mut side, spec, &ctx, &board, index, ctl, &d, &shown);
-        let (report, counted, reverse) = watch.explain(ctl, measured)?;
+        let (report, counted, reverse, checked) = watch.explain(ctl, measured)?;
         // The driver's CPU came in its report, the other side's with its counts.
         let (cpu_local, cpu_peer) = match &side {
             PointSide::Target(_) => (counted.cpu, report.cpu),
             _ => (report.cpu, counted.cpu),
         };
         let verify_failures = atomic_mismatch(&counted.words, &report.per_qp_sent);
+        let validation = spec.validate.then(|| {
+            let atomics = (spec.verb == VerbKind::Atomic).then(|| {
+                let rev = reverse.as_ref();
+                atomic_validation(
+                    report.sent + rev.map_or(0, |r| r.report.sent),
+                    verify_failures.unwrap_or(0) + rev.and_then(|r| r.verify_failures).unwrap_or(0),
+                )
+            });
+            let parts = [&report.validation, &counted.validation, &checked, &atomics];
+            validate::merge(parts).unwrap_or_default()
+        });
         let inline = match &side {
             PointSide::Echo(sets) => sets.iter().all(|s| s.posts_inline()),
             // Issuers (the server's, outbound) decide by the same rule.
@@ -292,11 +311,33 @@ fn tput_client_session(
             reverse,
             cpu_local,
             cpu_peer,
+            validation,
         })?;
     }
     ctl.send(&Message::Bye)?;
     Ok(())
 }
+
+/// What `validation.how` says of an atomic point.
+const ATOMIC_HOW: &str = "atomics: the target words' final values against the driver's counts after the point, reported as verify_failures (validated_wrs: atomic WRs posted; corrupt_wrs: verify_failures)";
+
+/// Atomics under `--validate`: their check is `verify_failures`.
+fn atomic_validation(sent: u64, failures: u64) -> Validation {
+    Validation {
+        validated_wrs: sent,
+        validated_bytes: sent * 8,
+        corrupt_wrs: failures,
+        corrupt_bytes: 0,
+        first_corrupt: None,
+        how: ATOMIC_HOW.into(),
+    }
+}
+
+/// What a point's measured part hands back: the driver's report, what the
+/// other side counted, the peer's direction (bidirectional), and what this
+/// side's own checks found beyond those (the client's targets, the peer's
+/// issuers' READ checks bidirectionally).
+type Measured = (DriverReport, Counted, Option<Reverse>, Option<Validation>);
 
 /// One point's measured part on the client: go, the loops, and both
 /// sides' figures (the peer's direction too, bidirectionally).
@@ -310,8 +351,9 @@ fn measure_client_point(
     ctl: &mut dyn Control,
     d: &Deadlines,
     shown: &(dyn Fn(&IntervalFigure) + Sync),
-) -> Result<(DriverReport, Counted, Option<Reverse>)> {
+) -> Result<Measured> {
     let mut reverse = None;
+    let mut checked = None;
     let (report, counted) = match side {
         PointSide::Both { issuers, target } => {
             // The server's receives were posted before it said ready, ours just now.
@@ -319,6 +361,7 @@ fn measure_client_point(
             let b = run_bidir(issuers, target, ctx, index, ctl, d, shown)?;
             // Each side's CPU comes in its issuers' report.
             let peer_cpu = b.peer.cpu;
+            checked = validate::merge([&b.peer.validation, &b.validation]);
             reverse = Some(Reverse {
                 verify_failures: atomic_mismatch(&b.words, &b.peer.per_qp_sent),
                 report: b.peer,
@@ -329,6 +372,7 @@ fn measure_client_point(
                 group: Vec::new(),
                 words: b.peer_words,
                 cpu: peer_cpu,
+                validation: b.peer_validation,
             };
             (b.mine, counted)
         }
@@ -351,12 +395,13 @@ fn measure_client_point(
                 group: Vec::new(),
                 words: set.atomic_words(),
                 cpu: Some(CpuSnapshot::take().since(&before)),
+                validation: set.validation(&report),
             };
             ctl.send(&counted.clone().message(index))?;
             (report, counted)
         }
     };
-    Ok((report, counted, reverse))
+    Ok((report, counted, reverse, checked))
 }
 
 /// Serves a throughput client (`client`: its side of the handshake) until `Bye`.
@@ -446,7 +491,7 @@ pub fn serve_tput(
             c.send(&Message::Go { index })
         };
         let before = CpuSnapshot::take();
-        let (received, words, report) = match &mut side {
+        let (received, words, report, validation) = match &mut side {
             PointSide::Both { issuers, target } => {
                 // The client posts its receives, then says go; both issue at once.
                 expect_go(ctl, index, &d)?;
@@ -456,11 +501,12 @@ pub fn serve_tput(
             }
             PointSide::Target(set) => {
                 let (received, report) = run_target(set, &spec, index, ctl, &mut go)?;
-                (received, set.atomic_words(), report)
+                let validation = set.validation(&report);
+                (received, set.atomic_words(), report, validation)
             }
             PointSide::Echo(s) => {
                 let (seen, report) = run_echo_server(s, index, ctl, &mut go, d.passive())?;
-                (seen, Vec::new(), report)
+                (seen, Vec::new(), report, None)
             }
             PointSide::Issuer(sets) => {
                 // Outbound: the client's target posts its receives, then says go.
@@ -482,6 +528,7 @@ pub fn serve_tput(
             group,
             words,
             cpu,
+            validation,
         };
         ctl.send(&counted.message(index))?;
     }

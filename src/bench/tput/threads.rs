@@ -6,7 +6,9 @@ use std::sync::Barrier;
 use crate::affinity::{self, Side};
 use crate::cpu_use::CpuUse;
 use crate::error::{Error, Result};
-use crate::report::{CounterDeltas, DriverReport, IntervalFigure, ThreadFigure, ToStop};
+use crate::report::{
+    CounterDeltas, DriverReport, IntervalFigure, ThreadFigure, ToStop, Validation,
+};
 
 use super::super::intervals::{add_tail, watch, IntervalBoard};
 use super::window::WindowEdges;
@@ -23,6 +25,7 @@ pub struct ThreadResult {
     cpu: Option<CpuUse>,
     to_stop: Option<ToStop>,
     wakeups: Option<u64>,
+    validation: Option<Validation>,
 }
 
 impl ThreadResult {
@@ -59,7 +62,14 @@ impl ThreadResult {
             cpu: None,
             to_stop: None,
             wakeups: None,
+            validation: None,
         }
+    }
+
+    /// `--validate`: what this thread checked (READ issuers, echo clients).
+    pub fn with_validation(mut self, validation: Option<Validation>) -> Self {
+        self.validation = validation;
+        self
     }
 
     /// `--events`: the completion-channel events this thread took in its window.
@@ -127,6 +137,12 @@ pub fn run_threads<S: Send>(
         }
         if r.cpu.is_some() {
             report.cpu = r.cpu;
+        }
+        if let Some(v) = &r.validation {
+            match &mut report.validation {
+                Some(all) => all.absorb(v),
+                None => report.validation = Some(v.clone()),
+            }
         }
         if let Some(w) = r.wakeups {
             report.event_wakeups = Some(report.event_wakeups.unwrap_or(0) + w);
