@@ -120,7 +120,7 @@ fn validate_tput_bidirectional_with_srq() {
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
-fn validate_tput_echo_write_responses() {
+fn validate_tput_echo_responses() {
     // Every response slot of every QP, after the loop, against its request.
     let head = [
         "echo", "--tput", "--req", "write", "--resp", "write", "-c", "rc,uc", "-s", "64",
@@ -130,6 +130,27 @@ fn validate_tput_echo_write_responses() {
         let responses = r.responses.expect("echo counts responses");
         assert!(responses >= 8, "{r:?}");
         assert_eq!(v.validated_wrs, 2 * 4, "echo {}: {v:?}", r.transport);
+    }
+    // SEND responses (echo's default): every response as it is polled, so
+    // as many as the client counted.
+    for (name, head) in [(
+        "vechosend",
+        &["echo", "--tput", "-c", "rc,uc", "-s", "64"][..],
+    )] {
+        for (r, v) in points(name, head, "2") {
+            let responses = r.responses.expect("echo counts responses");
+            eprintln!(
+                "MEASURED: {name} {}: {} responses, {v:?}",
+                r.transport, responses
+            );
+            assert!(responses > 0, "{r:?}");
+            assert_eq!(v.validated_wrs, responses, "{name} {}: {v:?}", r.transport);
+            assert_eq!(
+                v.validated_bytes,
+                responses * u64::from(r.size),
+                "{name}: {v:?}"
+            );
+        }
     }
 }
 
@@ -157,6 +178,7 @@ fn validate_tput_fault_hook_names_the_one_corrupt_wr() {
         ("vfsend", &["send", "--tput", "inbound", "-s", "64"][..]),
         ("vfwrite", &["write", "--tput", "inbound", "-s", "64"][..]),
         ("vfread", &["read", "--tput", "outbound", "-s", "64"][..]),
+        ("vfecho", &["echo", "--tput", "-s", "64"][..]),
     ] {
         let (status, doc, stderr) = measure_env(name, &args(head, "2"), &fault);
         assert_eq!(status.code(), Some(1), "{name}: {stderr}");

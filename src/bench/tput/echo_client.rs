@@ -16,7 +16,7 @@ use super::super::footprint::Buffers;
 use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
 use super::super::port::Port;
-use super::super::qpset::{short, slot_bytes, QpSet, QpShape};
+use super::super::qpset::{short, slot_bytes, QpSet, QpShape, GRH_BYTES};
 use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
 use super::completions::{name_the_cause, ArrivalBuf, RecvRing, SendTracker, WrId, RECV_BATCH};
 use super::echo_wire::{EchoImm, EchoLayout};
@@ -227,7 +227,15 @@ impl EchoClientSet {
                 Some(rs) => (rs, 0),
                 None => (&mut self.req, self.layout.response(0)),
             };
-            let batch = w.min(RECV_BATCH as usize);
+            // --validate: one batch is the whole window, each receive with
+            // its own slot, so two receives sharing a buffer are a window
+            // apart in the queue, and with at most a window of responses in
+            // flight per QP none is overwritten before the loop checks it.
+            let batch = if self.validate {
+                w
+            } else {
+                w.min(RECV_BATCH as usize)
+            };
             let lists = (0..n)
                 .map(|q| {
                     let base = rs.offset(q) + at;
@@ -342,6 +350,33 @@ fn echo_client_thread(
     // --events: see `sleep_for_responses`.
     let woken = |s: &EchoClientSet| s.req.channel.as_ref().map(|c| c.events_taken());
     let mut quiet = true;
+    // --validate with SEND responses: each response is checked against its
+    // request slot's pattern as it is polled (in the loop: it costs the
+    // client's rate, which the record's `how` says); responses per QP count
+    // as its WRs.
+    // (SEND/SEND: the server answers from a scratch slot, not with the
+    // request's bytes, so there is nothing to hold a response to.)
+    let mut resp_check = (s.validate
+        && s.req_verb == EchoVerb::Write
+        && s.resp_verb == EchoVerb::Send
+        && s.size > 0)
+        .then(|| {
+            Checker::new(
+                s.size,
+                ECHO_SEND_HOW.into(),
+                validate::FAULT_WR,
+                "echo client",
+            )
+            .skipping(last)
+        });
+    let mut checked = vec![0u64; if resp_check.is_some() { n } else { 0 }];
+    // Where response buffers start in their QP's region, and the GRH a UD
+    // receive puts before the payload.
+    let (resp_at, resp_grh) = match &s.resp {
+        Some(_) => (0, GRH_BYTES),
+        None if p.transport == Transport::Ud => (layout.response(0), GRH_BYTES),
+        None => (layout.response(0), 0),
+    };
     if s.req.channel.is_some() {
         arm_all(&[&s.req.send_cq, &s.req.recv_cq])?;
     }
@@ -507,11 +542,20 @@ fn echo_client_thread(
             let k = arrivals
                 .poll(&rs.recv_cq)
                 .map_err(|e| name_the_cause(e, &rs.send_cq, req_label))?;
-            for a in &arrivals.got[..k] {
+            for (j, a) in arrivals.got[..k].iter().enumerate() {
                 // A response without the slot's immediate, or naming
                 // a slot that does not exist, completes nothing.
                 if let Some((_, slot)) = a.imm.map(EchoImm::unpack) {
                     if slot < w {
+                        if let Some(rc) = resp_check.as_mut() {
+                            // Before the receive is reposted: its buffer
+                            // holds this response until then.
+                            let buf = WrId::seq(arrivals.wr_id(j)) as usize;
+                            let at = rs.offset(a.qp) + resp_at + buf * layout.slot + resp_grh;
+                            checked[a.qp] += 1;
+                            let qp = (s.first_qp + a.qp) as u32;
+                            rc.check(&rs.mr, at, qp, checked[a.qp], slot as u64, 1, 1);
+                        }
                         fl.land(a.qp, slot);
                     }
                 }
@@ -542,7 +586,10 @@ fn echo_client_thread(
     // Round trips completed by the end of the window; the drain after it is not counted.
     let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
     let elapsed_s = clock.to_ns(stopped_at.saturating_sub(win.opened())) as f64 / 1e9;
-    let validation = s.validate.then(|| check_responses(s, &fl, lossy));
+    let validation = match resp_check {
+        Some(c) => Some(c.finish()),
+        None => s.validate.then(|| check_responses(s, &fl, lossy)),
+    };
     Ok(ThreadResult::new(
         thread,
         per_qp,
@@ -558,14 +605,20 @@ fn echo_client_thread(
 }
 
 const ECHO_WRITE_HOW: &str = "echo (WRITE responses): each response slot that a round trip reached, against its request slot's pattern (its marker byte excepted), on the client after the loop, at no cost to the figures; the last response of each slot is what is checked (a corrupt one is named by its slot's round trips so far)";
-const ECHO_SEND_HOW: &str = "echo with SEND responses: not checked (responses land in a ring of receive buffers that later responses reuse); the request payloads carry the pattern";
+const ECHO_SEND_HOW: &str = "echo (SEND responses): every response, against its request slot's pattern (its marker byte excepted), in the client's loop as its receive completion is polled and before the receive is reposted (each receive of a window has its own buffer); the check is inside the loop, so it costs the client's round-trip rate";
+
+const ECHO_SEND_SEND_HOW: &str = "echo (SEND requests, SEND responses): not checked: the server answers each request from a scratch slot, so a response carries none of its request's bytes; the requests carry the pattern";
 
 /// `--validate` after the loop: each response slot whose round trip came
 /// back at least once holds its request's pattern (WRITE responses).
 fn check_responses(s: &EchoClientSet, fl: &Flights, lossy: bool) -> Validation {
     if s.resp_verb != EchoVerb::Write {
+        let how = match s.req_verb {
+            EchoVerb::Write => ECHO_SEND_HOW,
+            EchoVerb::Send => ECHO_SEND_SEND_HOW,
+        };
         return Validation {
-            how: ECHO_SEND_HOW.into(),
+            how: how.into(),
             ..Validation::default()
         };
     }
