@@ -190,11 +190,35 @@ fn throughput_inbound_outbound_echo_and_bidirectional_through_serve() {
         ("echo", "verb = \"echo\"\ntransport = [\"rc\", \"uc\"]"),
         ("write bidir", "verb = \"write\"\ndirection = \"outbound\"\nbidirectional = true\nsize = 1024"),
     ];
+    // Every payload patterned and checked where it lands, on both hosts.
     let toml = experiment(
-        "metric = \"throughput\"\nduration = 0.3\nwarmup_time = 0.1",
+        "metric = \"throughput\"\nduration = 0.3\nwarmup_time = 0.1\nvalidate = true",
         &series,
     );
     let doc = run_experiment("tput", &b, PORT, &toml);
+    let mut checked = 0;
+    for r in doc.throughput() {
+        let what = format!("{} {}", r.series.as_deref().unwrap_or("?"), r.transport);
+        let v = r
+            .checks
+            .validation
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: no validation"));
+        assert_eq!((v.corrupt_wrs, v.corrupt_bytes), (0, 0), "{what}: {v:?}");
+        // Counts the checks do not keep: what the receiver counted.
+        let witness = match r.verb.as_str() {
+            "send" => r.received,
+            "echo" => r.responses,
+            "atomic" => Some(r.sent),
+            _ => None,
+        };
+        match witness {
+            Some(n) => assert_eq!(v.validated_wrs, n, "{what}: {v:?}"),
+            None => assert!(v.validated_wrs > 0, "{what}: {v:?}"),
+        }
+        checked += v.validated_wrs;
+    }
+    eprintln!("MEASURED: two-host throughput --validate: {checked} payloads checked over 10 points, none corrupt");
     assert_eq!(
         doc.throughput().count(),
         10,
