@@ -88,8 +88,19 @@ fn validate_tput_write_read_atomic() {
             );
             assert!(r.per_qp_ops.iter().all(|&o| o > 0), "{r:?}");
         }
-        // READ: every landing slot of each QP's ring (min(window, 16) of them).
-        let head = ["read", "--tput", dir, "-s", "256", "--window", "8"];
+        // READ: every landing slot of each QP's ring (min(window, 16) of
+        // them), posted as postlists of 4 (two per ring).
+        let head = [
+            "read",
+            "--tput",
+            dir,
+            "-s",
+            "256",
+            "--window",
+            "8",
+            "--postlist",
+            "4",
+        ];
         for (r, v) in points(&format!("vread{dir}"), &head, "2") {
             assert!(r.per_qp_ops.iter().all(|&o| o >= 8), "{r:?}");
             assert_eq!(v.validated_wrs, 2 * 8, "read {dir}: {v:?}");

@@ -60,12 +60,13 @@ impl IssuerSet {
         let pl = p.postlist as usize;
         let write = spec.verb == VerbKind::Write;
         let slot = slot_bytes(p.size);
-        let slots_per_qp = if spec.validate {
-            validate::ring_slots(p)
+        // Without --validate one postlist per QP, whatever its length; under
+        // it, ring_slots (a whole number of postlists) source slots.
+        self.ring = if spec.validate {
+            validate::ring_slots(p) / pl
         } else {
             1
         };
-        self.ring = slots_per_qp / pl;
         self.first_qp = first_qp;
         for q in 0..remotes.len() {
             let (mr, at) = (self.set.mr_of(q), self.set.offset(q));
@@ -74,7 +75,7 @@ impl IssuerSet {
                 // k; READ: landing slots start zeroed, so one no READ
                 // reached is told apart (atomics land 8 bytes, not checked here).
                 let qp = first_qp + q as u32;
-                for k in 0..slots_per_qp {
+                for k in 0..self.ring * pl {
                     match spec.verb {
                         VerbKind::Write | VerbKind::Send => {
                             validate::fill(mr, at + k * slot, p.size as usize, qp, k as u64)
@@ -114,7 +115,10 @@ impl IssuerSet {
                 for j in 0..pl {
                     let op = send_op(spec.verb, spec.op, spec.imm, remote.addr, remote.rkey);
                     let mr = self.set.mr_of(q);
-                    let at = self.set.offset(q) + (r * pl + j) * slot;
+                    // Under --validate each WR has its own source slot;
+                    // without it every WR posts the QP's one payload.
+                    let own = if spec.validate { r * pl + j } else { 0 };
+                    let at = self.set.offset(q) + own * slot;
                     list.set_split(j, op, mr, at, p.size, sge);
                     list.set_inline(j, inline);
                     if let Some(ah) = &self.set.ahs[q] {
