@@ -58,6 +58,19 @@ impl Pattern {
     }
 }
 
+/// Writes WR `seq`'s pattern for QP `qp` into `len` bytes of `mr` at `at`,
+/// word by word through the region's own accessors: no copy, no allocation,
+/// so a loop may refill a payload between two samples.
+pub fn fill_region(mr: &crate::verbs::MemoryRegion, at: usize, len: usize, qp: u32, seq: u64) {
+    let p = Pattern::of(qp, seq);
+    for w in 0..len.div_ceil(8) {
+        let base = at + 8 * w;
+        for (i, &b) in p.word(w).iter().enumerate().take(len - 8 * w) {
+            mr.write_u8(base + i, b);
+        }
+    }
+}
+
 /// What one payload's check found: how many bytes were wrong, and the
 /// first of them (offset, expected, found).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -86,15 +86,10 @@ pub fn how(spec: &LatencySpec, inline: bool, slots: usize) -> String {
     }
 }
 
-/// Writes WR `seq`'s pattern into `len` bytes of `mr` at `at`.
+/// Writes WR `seq`'s pattern into `len` bytes of `mr` at `at` (latency
+/// runs one QP, numbered `QP`).
 pub fn fill(mr: &MemoryRegion, at: usize, len: usize, seq: u64) {
-    let p = Pattern::of(QP, seq);
-    for w in 0..len.div_ceil(8) {
-        let base = at + 8 * w;
-        for (i, &b) in p.word(w).iter().enumerate().take(len - 8 * w) {
-            mr.write_u8(base + i, b);
-        }
-    }
+    super::super::pattern::fill_region(mr, at, len, QP, seq);
 }
 
 /// One side's checks over one point.

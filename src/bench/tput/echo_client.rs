@@ -15,6 +15,7 @@ use crate::verbs::{Access, Endpoint, RecvList, SendList, SendOp, Transport, UD_Q
 use super::super::footprint::Buffers;
 use super::super::latency::marker;
 use super::super::ops::{echo_ex_send_ops, echo_wc_label, posts_inline};
+use super::super::pattern;
 use super::super::port::Port;
 use super::super::qpset::{short, slot_bytes, QpSet, QpShape, GRH_BYTES};
 use super::super::wait::{arm_all, take_event_within, Patience, EVENT_SLICE_MS};
@@ -193,7 +194,7 @@ impl EchoClientSet {
                 for k in 0..w {
                     let at = self.req.offset(q) + self.layout.request(k);
                     let qp = (first + q) as u32;
-                    validate::fill(&self.req.mr, at, self.size as usize, qp, k as u64);
+                    pattern::fill_region(&self.req.mr, at, self.size as usize, qp, k as u64);
                 }
             }
         }

@@ -11,6 +11,7 @@ use crate::spec::{AtomicOp, VerbKind};
 use crate::verbs::{Endpoint, SendList, UD_QKEY};
 
 use super::super::ops::{atomic_operands, posts_inline, send_op, test_fault, wc_label, Fault};
+use super::super::pattern;
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape};
 use super::super::slots::{self, RemoteSlots};
@@ -78,7 +79,7 @@ impl IssuerSet {
                 for k in 0..self.ring * pl {
                     match spec.verb {
                         VerbKind::Write | VerbKind::Send => {
-                            validate::fill(mr, at + k * slot, p.size as usize, qp, k as u64)
+                            pattern::fill_region(mr, at + k * slot, p.size as usize, qp, k as u64)
                         }
                         _ => mr.fill(at + k * slot, p.size as usize, 0),
                     }

@@ -10,6 +10,7 @@ use crate::verbs::{Access, Endpoint, RecvList, Transport};
 
 use super::super::footprint::Buffers;
 use super::super::ops::{test_fault, Fault};
+use super::super::pattern;
 use super::super::port::Port;
 use super::super::qpset::{slot_bytes, QpSet, QpShape, GRH_BYTES};
 use super::super::slots::slot_stride;
@@ -167,7 +168,7 @@ impl TargetSet {
             for q in 0..self.set.qps.len() {
                 let (mr, at) = (self.set.mr_of(q), self.set.offset(q));
                 for k in 0..(self.set.region / stride).max(1) {
-                    validate::fill(mr, at + k * stride, p.size as usize, q as u32, 0);
+                    pattern::fill_region(mr, at + k * stride, p.size as usize, q as u32, 0);
                 }
             }
         }

@@ -44,16 +44,6 @@ pub fn last_wr_of_slot(posted: u64, slots: usize, k: u64) -> u64 {
     last - (last - k) % slots as u64 + 1
 }
 
-/// Writes `len` bytes of the pattern for (`qp`, `seq`) into `mr` at `offset`
-/// (setup, outside any measured loop).
-pub fn fill(mr: &MemoryRegion, offset: usize, len: usize, qp: u32, seq: u64) {
-    let mut buf = vec![0u8; len];
-    pattern::fill(&mut buf, qp, seq);
-    for (i, &b) in buf.iter().enumerate() {
-        mr.write_u8(offset + i, b);
-    }
-}
-
 /// Copies `out.len()` bytes of `mr` from `offset` into `out`, in 8-byte
 /// words where aligned (payload slots are).
 #[inline]
