@@ -24,6 +24,7 @@ pub mod device_name;
 pub mod error;
 pub mod escape;
 pub mod export;
+pub mod fabric;
 pub mod input;
 pub mod output;
 pub mod output_target;
