@@ -73,7 +73,8 @@ impl TcpChannel {
     }
 }
 
-/// Encodes one frame (also used by tests and the fuzz property).
+/// Encodes one frame as `send` writes it (the tests' and the fuzz property's frames).
+#[cfg(test)]
 pub fn encode(msg: &Message) -> Vec<u8> {
     let body = serde_json::to_vec(msg).expect("messages always serialise");
     let mut out = Vec::with_capacity(4 + body.len());
@@ -98,30 +99,93 @@ pub fn frame_len(header: [u8; 4]) -> std::result::Result<usize, String> {
 
 impl Control for TcpChannel {
     fn send(&mut self, msg: &Message) -> Result<()> {
-        let frame = encode(msg);
-        if frame.len() - 4 > MAX_FRAME {
-            return Err(self.peer_err(format!(
-                "'{}' would be a {}-byte frame, over the limit of {MAX_FRAME}",
-                msg.name(),
-                frame.len() - 4
-            )));
-        }
-        self.stream
-            .write_all(&frame)
-            .map_err(|e| self.io_err(&format!("sending '{}'", msg.name()), e))
+        self.send_value(msg.name(), msg)
     }
 
     fn recv(&mut self, timeout: Duration) -> Result<Message> {
+        let body = self.recv_frame(timeout)?;
+        decode(&body).map_err(|e| self.peer_err(e))
+    }
+
+    fn poll(&mut self) -> Result<Option<Message>> {
+        match self.poll_frame()? {
+            Some(body) => decode(&body).map(Some).map_err(|e| self.peer_err(e)),
+            None => Ok(None),
+        }
+    }
+
+    fn peer(&self) -> String {
+        self.peer.clone()
+    }
+
+    fn peer_ip(&self) -> Option<std::net::IpAddr> {
+        self.stream.peer_addr().ok().map(|a| a.ip())
+    }
+
+    fn name_peer(&mut self, host: &str) {
+        if !host.is_empty() && !self.peer.starts_with(host) {
+            let host = crate::escape::printable(host);
+            self.peer = format!("{host} ({})", self.peer);
+        }
+    }
+
+    fn hangup_fd(&self) -> Option<RawFd> {
+        Some(self.stream.as_raw_fd())
+    }
+}
+
+impl TcpChannel {
+    /// Sends any serde value as one frame (`name` says what it is in
+    /// errors): the control channel's `Message`s, and `fabric`'s own
+    /// messages between ranks, share the framing, its cap and its liveness.
+    pub fn send_value<T: serde::Serialize>(&mut self, name: &str, value: &T) -> Result<()> {
+        let body = serde_json::to_vec(value).expect("control values always serialise");
+        if body.len() > MAX_FRAME {
+            return Err(self.peer_err(format!(
+                "'{name}' would be a {}-byte frame, over the limit of {MAX_FRAME}",
+                body.len()
+            )));
+        }
+        let mut frame = Vec::with_capacity(4 + body.len());
+        frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        frame.extend_from_slice(&body);
+        self.stream
+            .write_all(&frame)
+            .map_err(|e| self.io_err(&format!("sending '{name}'"), e))
+    }
+
+    /// One frame, decoded as `T`, within `timeout`.
+    pub fn recv_value<T: serde::de::DeserializeOwned>(&mut self, timeout: Duration) -> Result<T> {
+        let body = self.recv_frame(timeout)?;
+        serde_json::from_slice(&body).map_err(|e| self.peer_err(format!("malformed message: {e}")))
+    }
+
+    /// A whole frame if one has arrived, decoded as `T`, without waiting.
+    pub fn poll_value<T: serde::de::DeserializeOwned>(&mut self) -> Result<Option<T>> {
+        match self.poll_frame()? {
+            Some(body) => serde_json::from_slice(&body)
+                .map(Some)
+                .map_err(|e| self.peer_err(format!("malformed message: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// The local end's address (the address the peer reached this host at).
+    pub fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.stream.local_addr().ok()
+    }
+
+    fn recv_frame(&mut self, timeout: Duration) -> Result<Vec<u8>> {
         let deadline = Instant::now() + timeout;
         self.fill_to(4, deadline, timeout)?;
         let header: [u8; 4] = self.pending[..4].try_into().expect("four bytes");
         let len = frame_len(header).map_err(|e| self.peer_err(e))?;
         self.fill_to(4 + len, deadline, timeout)?;
-        let frame: Vec<u8> = self.pending.drain(..4 + len).collect();
-        decode(&frame[4..]).map_err(|e| self.peer_err(e))
+        let mut frame: Vec<u8> = self.pending.drain(..4 + len).collect();
+        Ok(frame.split_off(4))
     }
 
-    fn poll(&mut self) -> Result<Option<Message>> {
+    fn poll_frame(&mut self) -> Result<Option<Vec<u8>>> {
         // Take whatever has arrived without blocking, then see if a frame is whole.
         let nb = |s: &TcpStream, on: bool| {
             s.set_nonblocking(on)
@@ -148,31 +212,10 @@ impl Control for TcpChannel {
         if self.pending.len() < 4 + len {
             return Ok(None);
         }
-        let frame: Vec<u8> = self.pending.drain(..4 + len).collect();
-        decode(&frame[4..]).map(Some).map_err(|e| self.peer_err(e))
+        let mut frame: Vec<u8> = self.pending.drain(..4 + len).collect();
+        Ok(Some(frame.split_off(4)))
     }
 
-    fn peer(&self) -> String {
-        self.peer.clone()
-    }
-
-    fn peer_ip(&self) -> Option<std::net::IpAddr> {
-        self.stream.peer_addr().ok().map(|a| a.ip())
-    }
-
-    fn name_peer(&mut self, host: &str) {
-        if !host.is_empty() && !self.peer.starts_with(host) {
-            let host = crate::escape::printable(host);
-            self.peer = format!("{host} ({})", self.peer);
-        }
-    }
-
-    fn hangup_fd(&self) -> Option<RawFd> {
-        Some(self.stream.as_raw_fd())
-    }
-}
-
-impl TcpChannel {
     /// Reads until `pending` holds `want` bytes or `deadline` passes, in
     /// slices so an interrupt is noticed.
     fn fill_to(&mut self, want: usize, deadline: Instant, timeout: Duration) -> Result<()> {
