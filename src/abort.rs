@@ -12,6 +12,8 @@ use signal_hook::SigId;
 static ABORT: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 /// `--forever`: a signal asked the running point to end normally.
 static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
+/// A signal arrived (not just a failed peer): what `rearm` must not undo.
+static SIGNALLED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 /// The handlers `stop_on_signals` installed, so `--forever` can replace them.
 static HANDLERS: Mutex<Vec<SigId>> = Mutex::new(Vec::new());
 
@@ -22,6 +24,17 @@ pub fn abort_all() {
 
 pub fn aborted() -> bool {
     ABORT.load(Ordering::Relaxed)
+}
+
+/// Lets waits run again after a peer's failure aborted them, unless a
+/// signal did: a process that measures many peers in turn (`fabric`) goes
+/// on to the next after one fails. Returns whether the flag is clear.
+pub fn rearm() -> bool {
+    if SIGNALLED.load(Ordering::Relaxed) {
+        return false;
+    }
+    ABORT.store(false, Ordering::Relaxed);
+    true
 }
 
 /// SIGINT and SIGTERM set the abort flag; a second one ends the process at
@@ -57,6 +70,7 @@ fn register(flag: &Arc<AtomicBool>) -> std::io::Result<()> {
             flag.clone(),
         )?);
         ids.push(signal_hook::flag::register(sig, flag.clone())?);
+        ids.push(signal_hook::flag::register(sig, SIGNALLED.clone())?);
     }
     Ok(())
 }

@@ -6,9 +6,11 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod checks;
+mod fabric;
 mod utf8;
 
 pub use checks::{CheckArgs, OutputFigure};
+pub use fabric::{FabricArgs, FABRIC_PORT, FABRIC_SERVE_PORT};
 
 use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
 
@@ -47,6 +49,8 @@ pub enum Command {
     Run(RunArgs),
     /// Compare result files point by point (e.g. two NIC generations).
     Compare(CompareArgs),
+    /// Measure every pair of hosts of a cluster (start one per host with srun or mpirun).
+    Fabric(FabricArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     Completions(CompletionsArgs),
     /// Print the JSON Schema of results files on stdout.

@@ -33,6 +33,9 @@ pub enum Error {
     /// Results were measured and saved, but missed an `--expect` limit.
     #[error("{0}")]
     Expectation(String),
+    /// `fabric`: every pair measured and saved, and some were slow.
+    #[error("{0}")]
+    Outlier(String),
     #[error(
         "interrupted (the point in progress was abandoned; points measured before it are saved)"
     )]
@@ -48,6 +51,8 @@ impl Error {
             Error::Interrupted => 130,
             // Distinct from 1 and 2: the run worked, the figures missed a limit.
             Error::Expectation(_) => 3,
+            // `fabric`: slow pairs against the best ones, apart from a limit missed.
+            Error::Outlier(_) => 4,
             _ => 1,
         }
     }

@@ -42,6 +42,7 @@ fn main() {
         (Command::Serve(a), _) => cmd::serve::run(a),
         (Command::Run(a), _) => cmd::run::run(a),
         (Command::Compare(a), _) => cmd::compare::run(a),
+        (Command::Fabric(a), _) => cmd::fabric::run(a),
         (Command::Completions(a), _) => cmd::completions::completions(a.shell),
         (Command::Manpage(a), _) => cmd::completions::manpages(&a.dir),
         (Command::Schema, _) => cmd::schema::run(),

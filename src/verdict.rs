@@ -227,6 +227,27 @@ impl Expectation {
         })
     }
 
+    /// Parses an expression on a fabric entry's figure (`fabric --expect`).
+    pub fn parse_fabric(expr: &str) -> std::result::Result<Expectation, String> {
+        let (name, op, value, unit) = split(expr)?;
+        let Some(field) = fields::FABRIC_FIELDS.iter().find(|f| f.name == name) else {
+            let names: Vec<&str> = fields::FABRIC_FIELDS.iter().map(|f| f.name).collect();
+            return Err(format!(
+                "unknown field '{name}' (fabric fields: {})",
+                names.join(", ")
+            ));
+        };
+        let (limit, shown) = limit_of(field, value, unit)?;
+        Ok(Expectation {
+            expr: expr.trim().to_string(),
+            field,
+            ratio: false,
+            op,
+            limit,
+            shown,
+        })
+    }
+
     /// Parses `ratio.FIELD OP NUMBER` (`compare`): a file's figure over the
     /// baseline's, so the number has no unit.
     pub fn parse_ratio(expr: &str) -> std::result::Result<Expectation, String> {
@@ -367,6 +388,14 @@ pub fn parse_all(option: &str, exprs: &[String], run: &Recorded) -> Result<Vec<E
                 Ok(exp)
             })
         })
+        .collect()
+}
+
+/// `fabric --expect`: every expression on a pair's figures.
+pub fn parse_fabric(option: &str, exprs: &[String]) -> Result<Vec<Expectation>> {
+    exprs
+        .iter()
+        .map(|e| parse_one(option, e, Expectation::parse_fabric))
         .collect()
 }
 

@@ -25,6 +25,9 @@ mod mtu;
 #[path = "cluster/experiments.rs"]
 mod experiments;
 
+#[path = "cluster/fabric.rs"]
+mod fabric;
+
 #[path = "cluster/faults.rs"]
 mod faults;
 

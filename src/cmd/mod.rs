@@ -5,6 +5,7 @@ pub mod compare;
 pub mod completions;
 pub mod devices;
 pub mod experiment;
+pub mod fabric;
 pub mod latency;
 pub mod measure;
 #[cfg(feature = "mpi")]

@@ -254,3 +254,27 @@ fn serve_ranks(world: &SimpleCommunicator, size: i32, port: &Port, clock: &Clock
             .unwrap_or(Ok(()))
     })
 }
+
+/// `fabric` under mpirun: MPI says where rank 0 is (its host name,
+/// broadcast from rank 0); from then on the ranks talk over TCP and MPI
+/// is finalised at once, so a rank that dies later cannot hang the others
+/// in an MPI call.
+pub fn rank_zero_host() -> Result<String> {
+    let universe = mpi::initialize().ok_or_else(|| Error::usage("MPI was already initialised"))?;
+    let world = universe.world();
+    let mut name = [0u8; 256];
+    if world.rank() == 0 {
+        let me = crate::connect::protocol::local_host();
+        let n = me.len().min(name.len());
+        name[..n].copy_from_slice(&me.as_bytes()[..n]);
+    }
+    world.process_at_rank(0).broadcast_into(&mut name[..]);
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let host = String::from_utf8_lossy(&name[..end]).into_owned();
+    if host.is_empty() {
+        return Err(Error::usage(
+            "--rendezvous: MPI's rank 0 has no host name; give --rendezvous HOST",
+        ));
+    }
+    Ok(host)
+}

@@ -222,7 +222,7 @@ fn memory_budget(given: Option<&str>) -> Result<MemoryBudget> {
     Ok(limit.map_or_else(MemoryBudget::unlimited, MemoryBudget::new))
 }
 
-fn serve_one(
+pub(crate) fn serve_one(
     port: &Port,
     stream: TcpStream,
     clock: &Clock,

@@ -219,6 +219,16 @@ pub const UNITS: &[(&str, Kind, f64)] = &[
     ("mbps", Kind::Bandwidth, 1e-3),
 ];
 
+/// `fabric --expect`'s fields: the figures of a pair's entry (its
+/// `metrics`), which are the fabric tests' headlines, not whole records.
+pub const FABRIC_FIELDS: &[Field] = &[
+    time("lat_p50", "lat_p50_ns", Nothing),
+    time("lat_p99", "lat_p99_ns", Nothing),
+    time("lat_min", "lat_min_ns", Nothing),
+    field("gbps", "gbps", Bandwidth, "Gb/s", Throughput, Nothing),
+    field("mops", "mops", Rate, "Mops", Throughput, Nothing),
+];
+
 pub fn find(name: &str) -> Option<&'static Field> {
     FIELDS.iter().find(|f| f.name == name)
 }

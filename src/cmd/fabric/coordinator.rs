@@ -1,0 +1,438 @@
+//! Rank 0: the ranks join, the schedule is drawn over their endpoints,
+//! and each round's pairs are measured both ways, every rank doing one
+//! order at a time. A rank that goes away fails what it was doing and
+//! every later entry it is in; every other pair is still measured.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use crate::cli::FabricArgs;
+use crate::connect::{Control, TcpChannel};
+use crate::error::{Error, Result};
+use crate::fabric::doc::{EndpointRef, FabricDoc, FabricEndpoint, FabricEntry, FabricHost};
+use crate::fabric::schedule::Schedule;
+
+use super::wire::{Join, Measured, Order};
+
+/// Rank 0's connection to one rank.
+struct Link {
+    ch: Option<TcpChannel>,
+    host: String,
+    /// Why the rank is out of the run, once it is.
+    failed: Option<String>,
+    /// The entry it is measuring, and by when it must say.
+    busy: Option<(usize, Instant)>,
+    queue: VecDeque<usize>,
+}
+
+impl Link {
+    fn fail(&mut self, why: String) {
+        if self.failed.is_none() {
+            self.failed = Some(why);
+        }
+        self.ch = None;
+    }
+}
+
+/// Takes joins on `listener` until every rank has joined or `timeout`.
+fn gather(
+    listener: &TcpListener,
+    ranks: u32,
+    timeout: f64,
+) -> Result<Vec<(Option<Join>, Option<TcpChannel>)>> {
+    let mut got: Vec<(Option<Join>, Option<TcpChannel>)> =
+        (0..ranks).map(|_| (None, None)).collect();
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout);
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("making the rendezvous listener non-blocking", e))?;
+    while got.iter().any(|(j, _)| j.is_none()) && Instant::now() < deadline {
+        if crate::abort::aborted() {
+            return Err(Error::Interrupted);
+        }
+        let Ok((stream, from)) = listener.accept() else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let _ = stream.set_nonblocking(false);
+        let joined =
+            TcpChannel::new(stream, Duration::from_secs_f64(timeout)).and_then(|mut ch| {
+                ch.recv_value::<Join>(Duration::from_secs_f64(timeout))
+                    .map(|j| (j, ch))
+            });
+        match joined {
+            Ok((j, ch)) if j.rank < ranks && got[j.rank as usize].0.is_none() => {
+                let r = j.rank as usize;
+                got[r] = (Some(j), Some(ch));
+            }
+            Ok((j, _)) => eprintln!(
+                "fabric: rank 0: ignored a join from {from} as rank {} of {} (a rank is joined once, below {ranks})",
+                j.rank, j.ranks
+            ),
+            Err(e) => eprintln!("fabric: rank 0: a connection from {from} did not join: {e}"),
+        }
+    }
+    Ok(got)
+}
+
+/// The address other ranks reach `ip`'s serve at: a rank that reached
+/// rank 0 over loopback (rank 0's own) is given the address the other
+/// ranks reached rank 0 at.
+fn reachable(ip: IpAddr, rank_zero_seen_as: Option<IpAddr>) -> IpAddr {
+    match rank_zero_seen_as {
+        Some(other) if ip.is_loopback() => other,
+        _ => ip,
+    }
+}
+
+pub struct Plan<'a> {
+    pub args: &'a FabricArgs,
+    pub ranks: u32,
+    pub tests: &'a [String],
+    /// Σ of the throughput tests' durations, for each entry's deadline.
+    pub measured_s: f64,
+}
+
+/// Runs the whole check and returns the document (verdicts not yet drawn).
+/// `save` is called after every round with the document so far.
+pub fn run(
+    plan: &Plan,
+    listener: &TcpListener,
+    mut doc: FabricDoc,
+    schedule_of: impl Fn(u32) -> Schedule,
+    save: &mut dyn FnMut(&FabricDoc) -> Result<()>,
+) -> Result<FabricDoc> {
+    let a = plan.args;
+    let joins = gather(listener, plan.ranks, a.timeout)?;
+    let rank_zero_seen_as = joins
+        .iter()
+        .filter_map(|(_, ch)| ch.as_ref())
+        .filter_map(|ch| ch.local_addr().map(|s| s.ip()))
+        .find(|ip| !ip.is_loopback());
+    let mut links = Vec::new();
+    for (r, (join, ch)) in joins.into_iter().enumerate() {
+        let mut link = Link {
+            ch,
+            host: format!("rank {r}"),
+            failed: None,
+            busy: None,
+            queue: VecDeque::new(),
+        };
+        match join {
+            None => link.fail(format!(
+                "rank {r} did not join within {} s (--timeout): it exited first, or cannot reach rank 0",
+                a.timeout
+            )),
+            Some(j) => {
+                link.host = j.host.clone();
+                let peer_ip = link.ch.as_ref().and_then(|c| c.peer_ip());
+                if let Some(e) = &j.error {
+                    link.fail(e.clone());
+                } else if j.tool_version != env!("RDMA_BENCH_VERSION") || j.tests != plan.tests {
+                    link.fail(format!(
+                        "started as rdma-bench {} with tests {:?}, not rank 0's {} with {:?}",
+                        j.tool_version,
+                        j.tests,
+                        env!("RDMA_BENCH_VERSION"),
+                        plan.tests
+                    ));
+                } else if let Some(ip) = peer_ip {
+                    let ip = reachable(ip, rank_zero_seen_as);
+                    for e in &j.endpoints {
+                        doc.endpoints.push(FabricEndpoint {
+                            index: doc.endpoints.len() as u32,
+                            rank: r as u32,
+                            host: j.host.clone(),
+                            device: e.device.clone(),
+                            port: e.port,
+                            gid: e.gid.clone(),
+                            active_mtu: e.active_mtu,
+                            serve: std::net::SocketAddr::new(ip, e.serve_port).to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        links.push(link);
+    }
+    let schedule = schedule_of(doc.endpoints.len() as u32);
+    doc.covers = schedule.covers();
+    doc.rounds = schedule.rounds();
+    if !a.quiet {
+        eprintln!(
+            "fabric: {} ranks, {} endpoints; {}",
+            plan.ranks,
+            doc.endpoints.len(),
+            doc.covers
+        );
+        for (r, l) in links.iter().enumerate() {
+            if let Some(why) = &l.failed {
+                eprintln!("fabric: rank {r} ({}) failed: {why}", l.host);
+            }
+        }
+    }
+    let budget =
+        Duration::from_secs_f64(plan.measured_s + (plan.tests.len() as f64 + 1.0) * a.timeout);
+    for round in 0..schedule.rounds() {
+        let first = doc.entries.len();
+        let pairs = schedule.round(round);
+        for &(x, y) in &pairs {
+            for (from, to) in [(x, y), (y, x)] {
+                doc.entries.push(entry(&doc.endpoints, round, from, to));
+            }
+        }
+        // The first direction of each pair now; the second once it is done.
+        for i in (first..doc.entries.len()).step_by(2) {
+            let r = doc.endpoints[index_of(&doc, &doc.entries[i].from)].rank as usize;
+            links[r].queue.push_back(i);
+        }
+        drive(&mut doc, &mut links, first, budget);
+        save(&doc)?;
+        if !a.quiet {
+            eprintln!(
+                "{}",
+                super::progress::round_line(&doc, round, schedule.rounds(), first)
+            );
+        }
+    }
+    for l in links.iter_mut() {
+        if let Some(ch) = l.ch.as_mut() {
+            let _ = ch.send_value("done", &Order::Done);
+        }
+    }
+    for (r, l) in links.iter().enumerate() {
+        doc.hosts.push(FabricHost {
+            rank: r as u32,
+            host: l.host.clone(),
+            state: if l.failed.is_some() { "failed" } else { "ok" }.into(),
+            error: l.failed.clone(),
+        });
+    }
+    Ok(doc)
+}
+
+fn entry(endpoints: &[FabricEndpoint], round: u32, from: u32, to: u32) -> FabricEntry {
+    let r = |i: u32| {
+        let e = &endpoints[i as usize];
+        EndpointRef {
+            host: e.host.clone(),
+            device: e.device.clone(),
+            gid: e.gid.clone(),
+        }
+    };
+    FabricEntry {
+        round,
+        from: r(from),
+        to: r(to),
+        state: "pending".into(),
+        ..Default::default()
+    }
+}
+
+fn index_of(doc: &FabricDoc, e: &EndpointRef) -> usize {
+    doc.endpoints
+        .iter()
+        .position(|x| x.host == e.host && x.device == e.device && x.gid == e.gid)
+        .expect("an entry's endpoints are the document's")
+}
+
+/// Measures the round's entries from `first` on: hands each rank its next
+/// order when it is free, takes what comes back, and fails what a rank
+/// that went away (or did not answer in `budget`) was in.
+fn drive(doc: &mut FabricDoc, links: &mut [Link], first: usize, budget: Duration) {
+    loop {
+        let mut moved = false;
+        for r in 0..links.len() {
+            // Hand out orders.
+            while links[r].busy.is_none() {
+                let Some(i) = links[r].queue.pop_front() else {
+                    break;
+                };
+                let to = doc.endpoints[index_of(doc, &doc.entries[i].to)].clone();
+                let from = index_of(doc, &doc.entries[i].from);
+                let to_rank = to.rank as usize;
+                if let Some(why) = links[r]
+                    .failed
+                    .clone()
+                    .or_else(|| links[to_rank].failed.clone())
+                {
+                    let blamed = if links[r].failed.is_some() {
+                        r
+                    } else {
+                        to_rank
+                    };
+                    let host = links[blamed].host.clone();
+                    finish(
+                        doc,
+                        links,
+                        i,
+                        failed(host.clone(), format!("not measured: {host} failed: {why}")),
+                    );
+                    moved = true;
+                    continue;
+                }
+                let device = doc.endpoints[..from]
+                    .iter()
+                    .filter(|e| e.rank == r as u32)
+                    .count() as u32;
+                let order = Order::Measure {
+                    entry: i as u32,
+                    device,
+                    serve: to.serve.clone(),
+                    peer_host: to.host.clone(),
+                };
+                let sent = links[r]
+                    .ch
+                    .as_mut()
+                    .map(|ch| ch.send_value("measure", &order));
+                match sent {
+                    Some(Ok(())) => links[r].busy = Some((i, Instant::now() + budget)),
+                    Some(Err(e)) => {
+                        links[r].fail(format!("its rank went away: {e}"));
+                        links[r].queue.push_front(i);
+                    }
+                    None => {
+                        links[r].fail("no connection to its rank".into());
+                        links[r].queue.push_front(i);
+                    }
+                }
+                moved = true;
+            }
+            // Take what came back.
+            let Some((i, by)) = links[r].busy else {
+                continue;
+            };
+            let polled = match links[r].ch.as_mut() {
+                Some(ch) => ch.poll_value::<Measured>(),
+                None => Err(Error::Interrupted),
+            };
+            match polled {
+                Ok(Some(m)) if m.entry as usize == i => {
+                    links[r].busy = None;
+                    let to_rank = doc.endpoints[index_of(doc, &doc.entries[i].to)].rank as usize;
+                    let mut blame = None;
+                    if m.error.is_some() {
+                        // Is the other side's rank gone? Then it is to blame.
+                        // (Read nothing: a message of its own stays for its turn. Its
+                        // end, if it died, came before the driver noticed.)
+                        let fd = links[to_rank].ch.as_ref().and_then(|c| c.hangup_fd());
+                        if let Some(gone) = fd
+                            .and_then(|fd| crate::sys::wait_hangup(fd, Duration::from_millis(100)))
+                        {
+                            let how = match gone {
+                                crate::sys::Hangup::Closed => "closed its connection".to_string(),
+                                crate::sys::Hangup::Failed(_, e) => e,
+                            };
+                            links[to_rank].fail(format!("its rank went away ({how})"));
+                        }
+                        blame = links[to_rank]
+                            .failed
+                            .as_ref()
+                            .map(|_| links[to_rank].host.clone());
+                    }
+                    let error = m.error.clone();
+                    finish(
+                        doc,
+                        links,
+                        i,
+                        Outcome {
+                            measured: Some(m),
+                            error,
+                            blame,
+                        },
+                    );
+                    moved = true;
+                }
+                Ok(Some(m)) => eprintln!(
+                    "fabric: rank 0: {} answered for entry {}, not {i}; ignored",
+                    links[r].host, m.entry
+                ),
+                Ok(None) if Instant::now() > by => {
+                    let host = links[r].host.clone();
+                    links[r].fail(format!("no answer within {:.0} s", budget.as_secs_f64()));
+                    links[r].busy = None;
+                    finish(
+                        doc,
+                        links,
+                        i,
+                        failed(
+                            host.clone(),
+                            format!("{host}: no result within {:.0} s", budget.as_secs_f64()),
+                        ),
+                    );
+                    moved = true;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let host = links[r].host.clone();
+                    links[r].fail(format!("its rank went away: {e}"));
+                    links[r].busy = None;
+                    finish(
+                        doc,
+                        links,
+                        i,
+                        failed(
+                            host.clone(),
+                            format!("{host} went away while measuring: {e}"),
+                        ),
+                    );
+                    moved = true;
+                }
+            }
+        }
+        let open = doc.entries[first..].iter().any(|e| e.state == "pending");
+        if !open {
+            return;
+        }
+        if !moved {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// How an entry ended: what it measured, if it got that far, and why it
+/// failed and whom that blames, if it did.
+struct Outcome {
+    measured: Option<Measured>,
+    error: Option<String>,
+    blame: Option<String>,
+}
+
+fn failed(host: String, why: String) -> Outcome {
+    Outcome {
+        measured: None,
+        error: Some(why),
+        blame: Some(host),
+    }
+}
+
+/// Records entry `i`'s outcome and queues the pair's other direction.
+fn finish(doc: &mut FabricDoc, links: &mut [Link], i: usize, outcome: Outcome) {
+    let e = &mut doc.entries[i];
+    e.state = if outcome.error.is_some() {
+        "failed"
+    } else {
+        "ok"
+    }
+    .into();
+    e.error = outcome.error;
+    e.failed_host = outcome.blame;
+    if let Some(m) = outcome.measured {
+        e.metrics = m.metrics;
+        e.counters = m.counters;
+        e.elapsed_s = m.elapsed_s;
+    }
+    // Entries come in pairs: (a→b) at an even offset from the round's
+    // first, (b→a) right after it.
+    let round_first = doc
+        .entries
+        .iter()
+        .position(|x| x.round == doc.entries[i].round)
+        .expect("entry i is in its round");
+    if (i - round_first) % 2 == 0 {
+        let next = i + 1;
+        let r = doc.endpoints[index_of(doc, &doc.entries[next].from)].rank as usize;
+        links[r].queue.push_back(next);
+    }
+}

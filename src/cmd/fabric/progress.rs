@@ -1,0 +1,73 @@
+//! Rank 0's line per round: which round of how many, what it measured,
+//! and the slowest entry so far of each judged figure.
+
+use crate::fabric::doc::{EndpointRef, FabricDoc};
+
+fn name(e: &EndpointRef) -> String {
+    format!("{}/{}", e.host, e.device)
+}
+
+/// A figure as a person reads it: times in µs, rates as they are.
+pub fn shown(metric: &str, v: f64) -> String {
+    if metric.ends_with("_ns") {
+        format!("{:.1} us", v / 1000.0)
+    } else if metric == "gbps" {
+        format!("{v:.3} Gb/s")
+    } else if metric == "mops" {
+        format!("{v:.4} Mops")
+    } else {
+        format!("{v}")
+    }
+}
+
+pub fn round_line(doc: &FabricDoc, round: u32, rounds: u32, first: usize) -> String {
+    let this = &doc.entries[first..];
+    let failed = this.iter().filter(|e| e.state != "ok").count();
+    let pairs: Vec<String> = this
+        .iter()
+        .step_by(2)
+        .map(|e| format!("{}<->{}", name(&e.from), name(&e.to)))
+        .collect();
+    let mut slowest = Vec::new();
+    for t in &doc.tests {
+        for m in t.metrics.iter().filter(|m| m.judged) {
+            let lower = m.better == "lower";
+            let worst = doc
+                .entries
+                .iter()
+                .filter_map(|e| Some((e, *e.metrics.get(&m.name)?)))
+                .max_by(|(_, a), (_, b)| {
+                    let o = a.total_cmp(b);
+                    if lower {
+                        o
+                    } else {
+                        o.reverse()
+                    }
+                });
+            if let Some((e, v)) = worst {
+                slowest.push(format!(
+                    "{} {} {}->{}",
+                    m.name,
+                    shown(&m.name, v),
+                    name(&e.from),
+                    name(&e.to)
+                ));
+            }
+        }
+    }
+    format!(
+        "fabric: round {}/{rounds}: {} ({} entries, {failed} failed); slowest so far: {}",
+        round + 1,
+        if pairs.is_empty() {
+            "no pair".into()
+        } else {
+            pairs.join(", ")
+        },
+        this.len(),
+        if slowest.is_empty() {
+            "none yet".into()
+        } else {
+            slowest.join(", ")
+        }
+    )
+}
