@@ -53,6 +53,9 @@ pub struct FabricHost {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct FabricEndpoint {
     pub index: u32,
+    /// How the verdicts and matrices name it: HOST/DEVICE, with the rank
+    /// (HOST#RANK/DEVICE) where two ranks share a host.
+    pub label: String,
     pub rank: u32,
     pub host: String,
     pub device: String,
@@ -110,6 +113,8 @@ pub struct FabricEntry {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
 pub struct EndpointRef {
+    /// Its index in `endpoints`.
+    pub endpoint: u32,
     pub host: String,
     pub device: String,
     pub gid: String,

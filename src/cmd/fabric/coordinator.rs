@@ -31,7 +31,11 @@ impl Link {
         if self.failed.is_none() {
             self.failed = Some(why);
         }
-        self.ch = None;
+        // A rank that is still there is told to stop, not left to find
+        // its connection gone.
+        if let Some(mut ch) = self.ch.take() {
+            let _ = ch.send_value("done", &Order::Done);
+        }
     }
 }
 
@@ -142,6 +146,7 @@ pub fn run(
                     for e in &j.endpoints {
                         doc.endpoints.push(FabricEndpoint {
                             index: doc.endpoints.len() as u32,
+                            label: format!("{}/{}", j.host, e.device),
                             rank: r as u32,
                             host: j.host.clone(),
                             device: e.device.clone(),
@@ -155,6 +160,17 @@ pub fn run(
             }
         }
         links.push(link);
+    }
+    // Two ranks on one host (srun --ntasks-per-node=2) get the rank in their names.
+    let shared: Vec<bool> = doc
+        .endpoints
+        .iter()
+        .map(|e| doc.endpoints.iter().filter(|x| x.label == e.label).count() > 1)
+        .collect();
+    for (e, shared) in doc.endpoints.iter_mut().zip(shared) {
+        if shared {
+            e.label = format!("{}#{}/{}", e.host, e.rank, e.device);
+        }
     }
     let schedule = schedule_of(doc.endpoints.len() as u32);
     doc.covers = schedule.covers();
@@ -216,6 +232,7 @@ fn entry(endpoints: &[FabricEndpoint], round: u32, from: u32, to: u32) -> Fabric
     let r = |i: u32| {
         let e = &endpoints[i as usize];
         EndpointRef {
+            endpoint: i,
             host: e.host.clone(),
             device: e.device.clone(),
             gid: e.gid.clone(),
@@ -230,11 +247,8 @@ fn entry(endpoints: &[FabricEndpoint], round: u32, from: u32, to: u32) -> Fabric
     }
 }
 
-fn index_of(doc: &FabricDoc, e: &EndpointRef) -> usize {
-    doc.endpoints
-        .iter()
-        .position(|x| x.host == e.host && x.device == e.device && x.gid == e.gid)
-        .expect("an entry's endpoints are the document's")
+fn index_of(_doc: &FabricDoc, e: &EndpointRef) -> usize {
+    e.endpoint as usize
 }
 
 /// Measures the round's entries from `first` on: hands each rank its next

@@ -8,10 +8,6 @@ use crate::error::{Error, Result};
 use crate::export::write_atomically;
 use crate::fabric::doc::{FabricDoc, FabricEntry};
 
-fn name(host: &str, device: &str) -> String {
-    format!("{host}/{device}")
-}
-
 fn csv_bytes(rows: Vec<Vec<String>>) -> Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     for r in rows {
@@ -30,10 +26,8 @@ fn metric_names(doc: &FabricDoc) -> Vec<String> {
 }
 
 fn entry_row(e: &FabricEntry, metrics: &[String], doc: &FabricDoc) -> Vec<String> {
-    let (from, to) = (
-        name(&e.from.host, &e.from.device),
-        name(&e.to.host, &e.to.device),
-    );
+    let label = |i: u32| doc.endpoints[i as usize].label.clone();
+    let (from, to) = (label(e.from.endpoint), label(e.to.endpoint));
     let slow: Vec<&str> = doc
         .verdicts
         .slow
@@ -84,25 +78,18 @@ pub fn write(dir: &Path, doc: &FabricDoc) -> Result<()> {
     let mut rows = vec![head];
     rows.extend(doc.entries.iter().map(|e| entry_row(e, &metrics, doc)));
     write_atomically(&dir.join("fabric.csv"), &csv_bytes(rows)?)?;
-    let names: Vec<String> = doc
-        .endpoints
-        .iter()
-        .map(|e| name(&e.host, &e.device))
-        .collect();
+    let names: Vec<String> = doc.endpoints.iter().map(|e| e.label.clone()).collect();
     for m in &metrics {
         let mut rows = vec![std::iter::once(format!("{m}: from \\ to"))
             .chain(names.iter().cloned())
             .collect::<Vec<_>>()];
-        for from in &names {
+        for (fi, from) in names.iter().enumerate() {
             let mut row = vec![from.clone()];
-            for to in &names {
+            for ti in 0..names.len() {
                 let cell = doc
                     .entries
                     .iter()
-                    .find(|e| {
-                        &name(&e.from.host, &e.from.device) == from
-                            && &name(&e.to.host, &e.to.device) == to
-                    })
+                    .find(|e| e.from.endpoint as usize == fi && e.to.endpoint as usize == ti)
                     .map(|e| match e.metrics.get(m) {
                         Some(v) => v.to_string(),
                         None if e.state != "ok" => "failed".into(),

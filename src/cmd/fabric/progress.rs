@@ -3,8 +3,10 @@
 
 use crate::fabric::doc::{EndpointRef, FabricDoc};
 
-fn name(e: &EndpointRef) -> String {
-    format!("{}/{}", e.host, e.device)
+fn name(doc: &FabricDoc, e: &EndpointRef) -> String {
+    doc.endpoints
+        .get(e.endpoint as usize)
+        .map_or_else(|| format!("{}/{}", e.host, e.device), |x| x.label.clone())
 }
 
 /// A figure as a person reads it: times in µs, rates as they are.
@@ -26,7 +28,7 @@ pub fn round_line(doc: &FabricDoc, round: u32, rounds: u32, first: usize) -> Str
     let pairs: Vec<String> = this
         .iter()
         .step_by(2)
-        .map(|e| format!("{}<->{}", name(&e.from), name(&e.to)))
+        .map(|e| format!("{}<->{}", name(doc, &e.from), name(doc, &e.to)))
         .collect();
     let mut slowest = Vec::new();
     for t in &doc.tests {
@@ -49,8 +51,8 @@ pub fn round_line(doc: &FabricDoc, round: u32, rounds: u32, first: usize) -> Str
                     "{} {} {}->{}",
                     m.name,
                     shown(&m.name, v),
-                    name(&e.from),
-                    name(&e.to)
+                    name(doc, &e.from),
+                    name(doc, &e.to)
                 ));
             }
         }

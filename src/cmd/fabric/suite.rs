@@ -56,11 +56,11 @@ pub fn build(a: &FabricArgs) -> Result<Vec<SuiteTest>> {
                 ],
             ),
             "bw" => (
-                words(&["--tput", "-s", &a.bw_size.to_string(), "-D", &a.duration.to_string()]),
+                words(&["--tput", "outbound", "-s", &a.bw_size.to_string(), "-D", &a.duration.to_string()]),
                 vec![metric("gbps", "WRITE payload Gb/s from the driving side into the other's memory over the measured window (outbound, its defaults: 1 QP)", "higher", true)],
             ),
             "rate" => (
-                words(&["--tput", "-s", &a.rate_size.to_string(), "-D", &a.duration.to_string()]),
+                words(&["--tput", "outbound", "-s", &a.rate_size.to_string(), "-D", &a.duration.to_string()]),
                 vec![metric("mops", "WRITE messages per second (millions) from the driving side over the measured window", "higher", true)],
             ),
             other => {

@@ -16,10 +16,6 @@ pub const EXIT_ERROR: i32 = 1;
 pub const EXIT_THRESHOLD: i32 = 3;
 pub const EXIT_OUTLIER: i32 = 4;
 
-fn endpoint_name(host: &str, device: &str) -> String {
-    format!("{host}/{device}")
-}
-
 fn median(mut v: Vec<f64>) -> Option<f64> {
     if v.is_empty() {
         return None;
@@ -35,12 +31,6 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// Fills in `doc.summary` and `doc.verdicts`.
 pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
-    let index = |host: &str, device: &str| {
-        doc.endpoints
-            .iter()
-            .position(|e| e.host == host && e.device == device)
-            .map(|i| i as u32)
-    };
     let mut v = FabricVerdicts::default();
     let metrics: Vec<_> = doc
         .tests
@@ -54,8 +44,8 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
             .filter(|e| e.state == "ok")
             .filter_map(|e| {
                 Some(Observation {
-                    from: index(&e.from.host, &e.from.device)?,
-                    to: index(&e.to.host, &e.to.device)?,
+                    from: e.from.endpoint,
+                    to: e.to.endpoint,
                     value: *e.metrics.get(&m.name)?,
                 })
             })
@@ -66,10 +56,7 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
             Better::Higher
         };
         let j = judge(better, doc.tolerance, doc.endpoints.len() as u32, &obs);
-        let name = |i: u32| {
-            let e = &doc.endpoints[i as usize];
-            endpoint_name(&e.host, &e.device)
-        };
+        let name = |i: u32| doc.endpoints[i as usize].label.clone();
         let mut blamed: BTreeMap<(u32, u32), String> = BTreeMap::new();
         for c in &j.culprits {
             let e = &doc.endpoints[c.endpoint as usize];
@@ -119,8 +106,8 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
             let r = x.judge(e.metrics.get(x.field.path).copied());
             v.expectations.push(PairExpectation {
                 expr: x.expr.clone(),
-                from: endpoint_name(&e.from.host, &e.from.device),
-                to: endpoint_name(&e.to.host, &e.to.device),
+                from: doc.endpoints[e.from.endpoint as usize].label.clone(),
+                to: doc.endpoints[e.to.endpoint as usize].label.clone(),
                 measured: r.measured,
                 pass: r.pass,
             });
@@ -130,14 +117,11 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
         .endpoints
         .iter()
         .map(|ep| {
-            let me = endpoint_name(&ep.host, &ep.device);
+            let me = ep.label.clone();
             let mine: Vec<_> = doc
                 .entries
                 .iter()
-                .filter(|e| {
-                    endpoint_name(&e.from.host, &e.from.device) == me
-                        || endpoint_name(&e.to.host, &e.to.device) == me
-                })
+                .filter(|e| e.from.endpoint == ep.index || e.to.endpoint == ep.index)
                 .collect();
             let median = metrics
                 .iter()
@@ -238,7 +222,12 @@ pub fn report(doc: &FabricDoc, files: &str) -> Result<()> {
     }
     let line = format!(
         "fabric: {}: {} entries ({} failed), {} slow, {} of {} expectations failed; results in {files}",
-        v.status,
+        match v.status.as_str() {
+            "error" => "hosts or pairs failed",
+            "threshold" => "limits missed",
+            "outlier" => "slow pairs found",
+            other => other,
+        },
         doc.entries.len(),
         doc.entries.iter().filter(|e| e.state != "ok").count(),
         v.slow.len(),
