@@ -21,7 +21,7 @@ readonly CLUSTER_MAX_HOSTS=8
 cluster_usage() {
 	cat <<'EOF'
 Usage (on this machine):
-  scripts/softroce cluster [--hosts N] [--on HOSTS] [--netdev-mtu HOST=MTU]...
+  scripts/softroce cluster [--hosts N] [--on HOSTS] [--slurm] [--netdev-mtu HOST=MTU]...
                            [--out DIR]... [--logs DIR] [--timeout SECS]
                            [--mem MB] [--cpus N] [--clock tsc|hpet] [--] CMD [ARG]...
 
@@ -48,6 +48,14 @@ RDMA_BENCH_IPV4 = its own address):
 Options:
   --hosts N              number of guests (2 .. 8)
   --on HOSTS             where CMD runs (default: every host)
+  --slurm                a Slurm across the hosts: munged and slurmd on each,
+                         slurmctld on h1 (this machine's munge key; state,
+                         spool and logs under /run/slurm, on tmpfs). CMD starts
+                         once sinfo shows every node idle, with SLURM_CONF set
+                         and Open MPI told to use TCP over eth0 only, as root
+                         (OMPI_MCA_*, OMPI_ALLOW_RUN_AS_ROOT*). A Slurm that
+                         does not come up ends the cluster (status 125),
+                         naming what did not start, with its log's tail.
   --netdev-mtu HOST=MTU  that host's NIC MTU (default 1500; rxe's active MTU
                          follows it: 1500 gives 1024, 1000 gives 512)
   --out DIR              (repeatable) writable in every guest, kept on this machine
@@ -259,7 +267,7 @@ cluster_request() {
 # ---------------------------------------------------------------------------
 # On this machine: boot the cluster and watch it
 # ---------------------------------------------------------------------------
-c_hosts=2 c_on="" c_logs="" c_mem=1024 c_cpus=1
+c_hosts=2 c_on="" c_logs="" c_mem=1024 c_cpus=1 c_slurm=""
 declare -A c_mtu=()
 c_run_dir="" c_wire_pid=""
 declare -A c_qemu=() c_state=() c_rc=() c_runs=()
@@ -270,6 +278,7 @@ cluster_parse() {
 		case $1 in
 		--hosts) [[ $# -ge 2 ]] || usage_error "--hosts needs a number"; c_hosts=$2; shift 2 ;;
 		--on) [[ $# -ge 2 ]] || usage_error "--on needs hosts"; c_on=$2; shift 2 ;;
+		--slurm) c_slurm=1; shift ;;
 		--netdev-mtu)
 			[[ $# -ge 2 && $2 =~ ^(h[0-9]+)=([0-9]+)$ ]] || usage_error "--netdev-mtu wants HOST=MTU, e.g. h2=1000"
 			c_mtu[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}
@@ -355,6 +364,7 @@ softroce_cluster=1
 softroce_hosts=$(printf %q "$hosts_list")
 softroce_nhosts=$c_hosts
 softroce_runs=${c_runs[$h]:-}
+softroce_slurm=$c_slurm
 softroce_script=$(printf %q "$SCRIPT_DIR/softroce")
 EOF
 	guest_name=softroce-$h build_qemu_cmd "$accel" "$image" "$ctl" "$c_mem" "$c_cpus" \

@@ -220,6 +220,20 @@ if [[ -n ${softroce_cluster:-} ]]; then
 		read -rt 0.1 -u $nap_fd || :
 	done
 	shopt -u nullglob
+	if [[ -n ${softroce_slurm:-} ]]; then
+		# --slurm: munged and slurmd here (slurmctld on h1); a host that
+		# runs CMD waits until every node is idle. A failure names what did
+		# not start, with its log tail, and ends the cluster.
+		"$softroce_script" slurm-up ${softroce_runs:+--wait} || exit $?
+		export SLURM_CONF=/run/slurm/slurm.conf
+		# Open MPI (mpirun under salloc, or srun --mpi=pmix): TCP over eth0
+		# only, never openib or UCX on rxe0, and root allowed. srun passes
+		# these on to every task.
+		export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,tcp OMPI_MCA_osc=^ucx OMPI_MCA_coll=^hcoll
+		export OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+		export PMIX_MCA_gds=hash
+	fi
 	if [[ -z ${softroce_runs:-} ]]; then
 		# A peer only: serve the others until the cluster stops.
 		until [[ -e $SOFTROCE_CLUSTER_DIR/stop ]]; do read -rt 0.2 -u $nap_fd || :; done
@@ -227,7 +241,7 @@ if [[ -n ${softroce_cluster:-} ]]; then
 	fi
 fi
 [[ -z ${nap_fd:-} ]] || exec {nap_fd}>&-
-unset ready nap_fd softroce_cwd softroce_host softroce_ipv4 softroce_cluster softroce_hosts softroce_nhosts softroce_runs softroce_script
+unset ready nap_fd softroce_cwd softroce_host softroce_ipv4 softroce_cluster softroce_hosts softroce_nhosts softroce_runs softroce_script softroce_slurm
 if [[ $# -eq 0 ]]; then
 	[[ -z ${SOFTROCE_STTY:-} ]] || stty $SOFTROCE_STTY 2>/dev/null
 	unset SOFTROCE_STTY
