@@ -159,7 +159,9 @@ pub struct SlowPair {
     pub to: String,
     pub value: f64,
     pub reference: f64,
-    pub ratio: f64,
+    /// How many times worse; none when the pair measured nothing at all.
+    #[serde(default)]
+    pub ratio: Option<f64>,
     pub rule: String,
     /// The culprit that explains it, if one does.
     #[serde(default)]

@@ -181,6 +181,8 @@ pub fn judge(better: Better, tolerance: f64, endpoints: u32, obs: &[Observation]
 fn shown(v: f64) -> String {
     if v.abs() >= 100.0 || v == 0.0 {
         format!("{v:.0}")
+    } else if v.abs() < 0.01 {
+        format!("{v:.3e}")
     } else {
         format!("{v:.3}")
     }

@@ -31,20 +31,16 @@ fn all() -> Vec<Peer> {
 }
 
 /// The short tests every run here uses; TCG is slow, so -n and -D are small.
-/// --tolerance 100: a pair is slow only at twice the best quarter's figure;
-/// on these guests pairs differ by tens of percent without any fault.
+/// --tolerance 300: a pair is slow only at 4x the best quarter's figure.
+/// Three 1-vCPU guests share two cores here, and h1 also runs slurmctld
+/// and this test: without any fault one host's message rate was seen 2.5x
+/// below the best pairs'. The faults below cost 8x or more.
+/// --bw-size 4096: 64 KiB WRITEs between TCG guests can complete none in a
+/// short window.
+#[rustfmt::skip]
 const SHORT: &[&str] = &[
-    "-d",
-    "rxe0",
-    "-n",
-    "200",
-    "-D",
-    "0.5",
-    "--timeout",
-    "10",
-    "--tolerance",
-    "100",
-    "--quiet",
+    "-d", "rxe0", "-n", "100", "-D", "0.3", "--bw-size", "4096",
+    "--timeout", "10", "--tolerance", "300", "--quiet",
 ];
 
 struct Ran {
@@ -192,11 +188,11 @@ fn fabric_no_fault_every_pair_both_ways_nothing_flagged_srun_then_mpirun() {
     );
     // Each host drove 2 latency entries and served 2: in a ping-pong both
     // sides send a packet per iteration, so its own counter saw at least
-    // 4 x 200 packets (throughput's come on top).
+    // 4 x 100 packets (throughput's come on top).
     for (h, b) in hs.iter().zip(&before) {
         let grown = sent_pkts(h) - b;
         eprintln!("MEASURED: fabric srun: {} sent {grown} packets", h.name);
-        assert!(grown >= 4 * 200, "{}: sent only {grown} packets", h.name);
+        assert!(grown >= 4 * 100, "{}: sent only {grown} packets", h.name);
     }
     for e in &doc.entries {
         eprintln!(
@@ -263,7 +259,7 @@ fn slow_pairs(doc: &FabricDoc, metric: &str) -> BTreeSet<(String, String)> {
 fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
     let hs = all();
     let bad = &hs[2];
-    let _delay = Qdisc::on(bad, "netem delay 2ms");
+    let _delay = Qdisc::on(bad, "netem delay 10ms");
     // Through the shipped batch script, as the README says to run it.
     let dir = scratch("fabric-sbatch-delay");
     let out = dir.join("out");
@@ -316,7 +312,10 @@ fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
         .collect();
     assert_eq!(culprits, [bad.name.as_str()], "{:#?}", doc.verdicts);
     for s in &doc.verdicts.slow {
-        assert!(s.ratio > 2.0 && s.value > s.reference, "{s:?}");
+        assert!(
+            s.ratio.is_some_and(|r| r > 4.0) && s.value > s.reference,
+            "{s:?}"
+        );
         assert!(s.rule.contains("reference"), "{s:?}");
         assert_eq!(s.blamed.as_deref(), Some(ep(&bad.name).as_str()));
         eprintln!(
@@ -326,7 +325,7 @@ fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
             s.to,
             s.value / 1000.0,
             s.reference / 1000.0,
-            s.ratio
+            s.ratio.unwrap_or(f64::INFINITY)
         );
     }
     assert_eq!(doc.verdicts.status, "outlier");
@@ -341,7 +340,7 @@ fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
 fn fabric_rate_limit_on_one_host_flags_its_bandwidth() {
     let hs = all();
     let bad = &hs[1];
-    let _tbf = Qdisc::on(bad, "tbf rate 20mbit burst 16kb limit 256kb");
+    let _tbf = Qdisc::on(bad, "tbf rate 5mbit burst 16kb limit 128kb");
     let (ran, _) = launch("fabric-tbf", SRUN, &bin(), &["--tests", "bw"]);
     assert_eq!(
         ran.status.code(),
@@ -374,7 +373,12 @@ fn fabric_rate_limit_on_one_host_flags_its_bandwidth() {
     for s in &doc.verdicts.slow {
         eprintln!(
             "MEASURED: fabric tbf on {}: {} -> {} {:.4} Gb/s vs reference {:.4} ({:.2}x)",
-            bad.name, s.from, s.to, s.value, s.reference, s.ratio
+            bad.name,
+            s.from,
+            s.to,
+            s.value,
+            s.reference,
+            s.ratio.unwrap_or(f64::INFINITY)
         );
     }
 }
@@ -411,11 +415,17 @@ fn fabric_a_killed_rank_is_reported_and_the_other_pair_measured() {
     // Once the ranks have met, the first round is under way: kill one.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let l = rx
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .expect("fabric's plan line within 120 s");
-        if l.contains("endpoints;") {
-            break;
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(l) if l.contains("endpoints;") => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = child.kill();
+                let status = child.wait();
+                panic!(
+                    "no plan line from fabric ({e}); srun {status:?}: {}",
+                    reader.join().unwrap()
+                );
+            }
         }
     }
     victim.sh("pkill -KILL -f 'rdma-bench fabric' || pkill -KILL -f ' fabric --out'");

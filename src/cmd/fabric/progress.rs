@@ -13,6 +13,8 @@ fn name(doc: &FabricDoc, e: &EndpointRef) -> String {
 pub fn shown(metric: &str, v: f64) -> String {
     if metric.ends_with("_ns") {
         format!("{:.1} us", v / 1000.0)
+    } else if v != 0.0 && v.abs() < 0.01 {
+        format!("{v:.3e} {}", if metric == "gbps" { "Gb/s" } else { "Mops" })
     } else if metric == "gbps" {
         format!("{v:.3} Gb/s")
     } else if metric == "mops" {

@@ -90,7 +90,7 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
                 to: name(s.to),
                 value: s.value,
                 reference: s.reference,
-                ratio: s.ratio,
+                ratio: s.ratio.is_finite().then_some(s.ratio),
                 rule: j.rule.clone(),
                 blamed: blamed.get(&(s.from, s.to)).cloned(),
             });
@@ -184,13 +184,14 @@ pub fn report(doc: &FabricDoc, files: &str) -> Result<()> {
     }
     for s in &v.slow {
         eprintln!(
-            "fabric: SLOW {} {} -> {}: {} against the reference {} ({:.2}x worse){}",
+            "fabric: SLOW {} {} -> {}: {} against the reference {} ({}){}",
             s.metric,
             s.from,
             s.to,
             shown(&s.metric, s.value),
             shown(&s.metric, s.reference),
-            s.ratio,
+            s.ratio
+                .map_or("nothing measured".into(), |r| format!("{r:.2}x worse")),
             s.blamed
                 .as_ref()
                 .map(|b| format!("; likely {b}"))
