@@ -28,6 +28,9 @@ mod experiments;
 #[path = "cluster/faults.rs"]
 mod faults;
 
+#[path = "cluster/slurm.rs"]
+mod slurm;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Output;
