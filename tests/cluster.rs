@@ -31,6 +31,9 @@ mod fabric;
 #[path = "cluster/faults.rs"]
 mod faults;
 
+#[path = "cluster/slurm.rs"]
+mod slurm;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Output;
