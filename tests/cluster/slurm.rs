@@ -122,7 +122,7 @@ fn mpirun_under_salloc_runs_the_mpi_mode_across_hosts() {
             &mpi_bin,
             "write",
             "--tput",
-            "outbound",
+            "inbound",
             "-s",
             "1024",
             "-D",
@@ -149,6 +149,12 @@ fn mpirun_under_salloc_runs_the_mpi_mode_across_hosts() {
         "rank 0 serves from h1: {}",
         doc["peer"]
     );
+    // Inbound: both clients issue into rank 0 together, one group, and
+    // each point holds both clients' figures and their sum.
+    for r in doc["results"].as_array().expect("records") {
+        assert_eq!(r["clients"].as_array().map(Vec::len), Some(2), "{r}");
+        assert!(r["aggregate_mops"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+    }
     for p in &peers {
         assert!(
             text.contains(&format!("on {} (", p.name)),

@@ -188,8 +188,13 @@ pub fn run(
             }
         }
     }
-    let budget =
-        Duration::from_secs_f64(plan.measured_s + (plan.tests.len() as f64 + 1.0) * a.timeout);
+    // A rank that neither answers nor closes its connection (a dead host is
+    // noticed by the connection's --timeout) is failed after this long: ten
+    // times what its tests should take, at 10 ms a latency sample, with a
+    // --timeout of setup each. Its own waits are bounded far below it.
+    let budget = Duration::from_secs_f64(
+        10.0 * (plan.measured_s + (plan.tests.len() as f64 + 1.0) * a.timeout),
+    );
     for round in 0..schedule.rounds() {
         let first = doc.entries.len();
         let pairs = schedule.round(round);

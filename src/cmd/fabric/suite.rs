@@ -48,7 +48,16 @@ pub fn build(a: &FabricArgs) -> Result<Vec<SuiteTest>> {
     for name in a.tests.split(',').map(str::trim) {
         let (argv, metrics): (Vec<String>, Vec<FabricMetric>) = match name {
             "lat" => (
-                words(&["-s", &a.lat_size.to_string(), "-n", &a.iters.to_string()]),
+                // Warm-up a tenth of the samples (write's default, 1000,
+                // would dominate a slow link's time).
+                words(&[
+                    "-s",
+                    &a.lat_size.to_string(),
+                    "-n",
+                    &a.iters.to_string(),
+                    "--warmup",
+                    &(a.iters / 10).max(10).to_string(),
+                ]),
                 vec![
                     metric("lat_p50_ns", "WRITE ping-pong half-RTT, median: each sample is half of one round trip, timed by the driving side from its post to the peer's answer landing", "lower", true),
                     metric("lat_p99_ns", "WRITE ping-pong half-RTT, 99th percentile", "lower", false),
@@ -56,11 +65,11 @@ pub fn build(a: &FabricArgs) -> Result<Vec<SuiteTest>> {
                 ],
             ),
             "bw" => (
-                words(&["--tput", "outbound", "-s", &a.bw_size.to_string(), "-D", &a.duration.to_string()]),
-                vec![metric("gbps", "WRITE payload Gb/s from the driving side into the other's memory over the measured window (outbound, its defaults: 1 QP)", "higher", true)],
+                words(&["--tput", "inbound", "-s", &a.bw_size.to_string(), "-D", &a.duration.to_string()]),
+                vec![metric("gbps", "WRITE payload Gb/s from the driving side into the other's memory over the measured window (the client issues: --tput inbound into the serving side, 1 QP)", "higher", true)],
             ),
             "rate" => (
-                words(&["--tput", "outbound", "-s", &a.rate_size.to_string(), "-D", &a.duration.to_string()]),
+                words(&["--tput", "inbound", "-s", &a.rate_size.to_string(), "-D", &a.duration.to_string()]),
                 vec![metric("mops", "WRITE messages per second (millions) from the driving side over the measured window", "higher", true)],
             ),
             other => {
