@@ -60,6 +60,9 @@ fn every_plotting_script_draws_the_committed_results() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("plot_") && n.ends_with(".py"))
+        // No fabric run is committed: plot_fabric_draws_a_fabric_document
+        // draws one built here instead.
+        .filter(|n| n != "plot_fabric.py")
         .collect();
     for s in &scripts {
         assert!(cases.iter().any(|c| c.0 == s), "{s} is not exercised here");
@@ -83,6 +86,70 @@ fn every_plotting_script_draws_the_committed_results() {
         let head = std::fs::read(&png).unwrap();
         assert_eq!(&head[..4], b"\x89PNG", "{script} output is a PNG");
     }
+}
+
+/// A fabric document of 4 endpoints, one slow through endpoint 2 and one
+/// entry failed: plot_fabric.py draws a heatmap per figure from it.
+#[test]
+fn plot_fabric_draws_a_fabric_document() {
+    use rdma_bench::fabric::doc::*;
+    python_has_matplotlib();
+    let dir = scratch("plot-fabric");
+    let name = |i: u32| EndpointRef {
+        endpoint: i,
+        host: format!("node{i}"),
+        device: "rxe0".into(),
+        gid: String::new(),
+    };
+    let mut doc = FabricDoc {
+        environment: Some("soft-RoCE (rxe) in guests".into()),
+        ..Default::default()
+    };
+    doc.tests.push(FabricTest {
+        name: "lat".into(),
+        command: String::new(),
+        metrics: vec![FabricMetric {
+            name: "lat_p50_ns".into(),
+            what: "WRITE latency p50 (ns)".into(),
+            better: "lower".into(),
+            judged: true,
+        }],
+    });
+    for a in 0..4 {
+        for b in (0..4).filter(|&b| b != a) {
+            let failed = (a, b) == (1, 3);
+            let mut entry = FabricEntry {
+                from: name(a),
+                to: name(b),
+                state: if failed { "failed" } else { "ok" }.into(),
+                ..Default::default()
+            };
+            if !failed {
+                let slow = a == 2 || b == 2;
+                let v = if slow { 9000.0 } else { 4000.0 };
+                entry.metrics.insert("lat_p50_ns".into(), v);
+            }
+            doc.entries.push(entry);
+        }
+    }
+    doc.verdicts.slow.push(SlowPair {
+        metric: "lat_p50_ns".into(),
+        from: "node2/rxe0".into(),
+        to: "node0/rxe0".into(),
+        ..Default::default()
+    });
+    let json = dir.join("fabric.json");
+    std::fs::write(&json, serde_json::to_string(&doc).unwrap()).unwrap();
+    let o = Command::new("python3")
+        .arg(repo().join("scripts/plot_fabric.py"))
+        .arg(&json)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let png = std::fs::read(dir.join("fabric-lat_p50_ns.png")).unwrap();
+    assert!(png.len() > 10_000 && png.starts_with(b"\x89PNG"));
 }
 
 #[test]

@@ -34,7 +34,8 @@ fn all() -> Vec<Peer> {
 /// --tolerance 300: a pair is slow only at 4x the best quarter's figure.
 /// Three 1-vCPU guests share two cores here, and h1 also runs slurmctld
 /// and this test: without any fault one host's message rate was seen 2.5x
-/// below the best pairs'. The faults below cost 8x or more.
+/// below the best pairs', and latency p50s of one run 0.76 to 2.4 ms.
+/// The faults below cost 10x or more.
 /// --bw-size 4096: 64 KiB WRITEs between TCG guests can complete none in a
 /// short window.
 #[rustfmt::skip]
@@ -259,7 +260,7 @@ fn slow_pairs(doc: &FabricDoc, metric: &str) -> BTreeSet<(String, String)> {
 fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
     let hs = all();
     let bad = &hs[2];
-    let _delay = Qdisc::on(bad, "netem delay 10ms");
+    let _delay = Qdisc::on(bad, "netem delay 50ms");
     // Through the shipped batch script, as the README says to run it.
     let dir = scratch("fabric-sbatch-delay");
     let out = dir.join("out");
@@ -428,7 +429,8 @@ fn fabric_a_killed_rank_is_reported_and_the_other_pair_measured() {
             }
         }
     }
-    victim.sh("pkill -KILL -f 'rdma-bench fabric' || pkill -KILL -f ' fabric --out'");
+    // ([r]: the pattern must not match this very shell's command line.)
+    victim.sh("pkill -KILL -f '[r]dma-bench fabric'");
     let killed = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
