@@ -341,7 +341,7 @@ fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
 fn fabric_rate_limit_on_one_host_flags_its_bandwidth() {
     let hs = all();
     let bad = &hs[1];
-    let _tbf = Qdisc::on(bad, "tbf rate 5mbit burst 16kb limit 128kb");
+    let _tbf = Qdisc::on(bad, "tbf rate 1mbit burst 4kb limit 16kb");
     let (ran, _) = launch("fabric-tbf", SRUN, &bin(), &["--tests", "bw"]);
     assert_eq!(
         ran.status.code(),
