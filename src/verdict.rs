@@ -209,34 +209,35 @@ fn recorded(f: &Field, run: &Recorded) -> std::result::Result<(), String> {
 impl Expectation {
     /// Parses one expression on a record field (not yet checked against a run).
     pub fn parse(expr: &str) -> std::result::Result<Expectation, String> {
-        let (name, op, value, unit) = split(expr)?;
-        let Some(field) = fields::find(name) else {
-            return Err(format!(
-                "unknown field '{name}' (fields: {})",
-                field_names(None)
-            ));
-        };
-        let (limit, shown) = limit_of(field, value, unit)?;
-        Ok(Expectation {
-            expr: expr.trim().to_string(),
-            field,
-            ratio: false,
-            op,
-            limit,
-            shown,
+        Self::parse_on(expr, |name| {
+            fields::find(name)
+                .ok_or_else(|| format!("unknown field '{name}' (fields: {})", field_names(None)))
         })
     }
 
     /// Parses an expression on a fabric entry's figure (`fabric --expect`).
     pub fn parse_fabric(expr: &str) -> std::result::Result<Expectation, String> {
+        Self::parse_on(expr, |name| {
+            fields::FABRIC_FIELDS
+                .iter()
+                .find(|f| f.name == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = fields::FABRIC_FIELDS.iter().map(|f| f.name).collect();
+                    format!(
+                        "unknown field '{name}' (fabric fields: {})",
+                        names.join(", ")
+                    )
+                })
+        })
+    }
+
+    /// `FIELD OP NUMBER[UNIT]` with the field found by `field`.
+    fn parse_on(
+        expr: &str,
+        field: impl FnOnce(&str) -> std::result::Result<&'static Field, String>,
+    ) -> std::result::Result<Expectation, String> {
         let (name, op, value, unit) = split(expr)?;
-        let Some(field) = fields::FABRIC_FIELDS.iter().find(|f| f.name == name) else {
-            let names: Vec<&str> = fields::FABRIC_FIELDS.iter().map(|f| f.name).collect();
-            return Err(format!(
-                "unknown field '{name}' (fabric fields: {})",
-                names.join(", ")
-            ));
-        };
+        let field = field(name)?;
         let (limit, shown) = limit_of(field, value, unit)?;
         Ok(Expectation {
             expr: expr.trim().to_string(),

@@ -205,7 +205,7 @@ pub fn run(
         }
         // The first direction of each pair now; the second once it is done.
         for i in (first..doc.entries.len()).step_by(2) {
-            let r = doc.endpoints[index_of(&doc, &doc.entries[i].from)].rank as usize;
+            let r = doc.endpoints[doc.entries[i].from.endpoint as usize].rank as usize;
             links[r].queue.push_back(i);
         }
         drive(&mut doc, &mut links, first, budget);
@@ -252,10 +252,6 @@ fn entry(endpoints: &[FabricEndpoint], round: u32, from: u32, to: u32) -> Fabric
     }
 }
 
-fn index_of(_doc: &FabricDoc, e: &EndpointRef) -> usize {
-    e.endpoint as usize
-}
-
 /// Measures the round's entries from `first` on: hands each rank its next
 /// order when it is free, takes what comes back, and fails what a rank
 /// that went away (or did not answer in `budget`) was in.
@@ -268,8 +264,8 @@ fn drive(doc: &mut FabricDoc, links: &mut [Link], first: usize, budget: Duration
                 let Some(i) = links[r].queue.pop_front() else {
                     break;
                 };
-                let to = doc.endpoints[index_of(doc, &doc.entries[i].to)].clone();
-                let from = index_of(doc, &doc.entries[i].from);
+                let to = doc.endpoints[doc.entries[i].to.endpoint as usize].clone();
+                let from = doc.entries[i].from.endpoint as usize;
                 let to_rank = to.rank as usize;
                 if let Some(why) = links[r]
                     .failed
@@ -329,7 +325,7 @@ fn drive(doc: &mut FabricDoc, links: &mut [Link], first: usize, budget: Duration
             match polled {
                 Ok(Some(m)) if m.entry as usize == i => {
                     links[r].busy = None;
-                    let to_rank = doc.endpoints[index_of(doc, &doc.entries[i].to)].rank as usize;
+                    let to_rank = doc.endpoints[doc.entries[i].to.endpoint as usize].rank as usize;
                     let mut blame = None;
                     if m.error.is_some() {
                         // Is the other side's rank gone? Then it is to blame.
@@ -368,34 +364,21 @@ fn drive(doc: &mut FabricDoc, links: &mut [Link], first: usize, budget: Duration
                     links[r].host, m.entry
                 ),
                 Ok(None) if Instant::now() > by => {
-                    let host = links[r].host.clone();
-                    links[r].fail(format!("no answer within {:.0} s", budget.as_secs_f64()));
-                    links[r].busy = None;
-                    finish(
-                        doc,
-                        links,
-                        i,
-                        failed(
-                            host.clone(),
-                            format!("{host}: no result within {:.0} s", budget.as_secs_f64()),
-                        ),
+                    let secs = budget.as_secs_f64();
+                    let (rank, entry) = (
+                        format!("no answer within {secs:.0} s"),
+                        format!(": no result within {secs:.0} s"),
                     );
+                    drop_rank(doc, links, r, i, rank, entry);
                     moved = true;
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    let host = links[r].host.clone();
-                    links[r].fail(format!("its rank went away: {e}"));
-                    links[r].busy = None;
-                    finish(
-                        doc,
-                        links,
-                        i,
-                        failed(
-                            host.clone(),
-                            format!("{host} went away while measuring: {e}"),
-                        ),
+                    let (rank, entry) = (
+                        format!("its rank went away: {e}"),
+                        format!(" went away while measuring: {e}"),
                     );
+                    drop_rank(doc, links, r, i, rank, entry);
                     moved = true;
                 }
             }
@@ -408,6 +391,22 @@ fn drive(doc: &mut FabricDoc, links: &mut [Link], first: usize, budget: Duration
             std::thread::sleep(Duration::from_millis(5));
         }
     }
+}
+
+/// Rank `r` is out of the run (`why`), and its entry `i` failed (its host's
+/// name, then `what`).
+fn drop_rank(
+    doc: &mut FabricDoc,
+    links: &mut [Link],
+    r: usize,
+    i: usize,
+    why: String,
+    what: String,
+) {
+    let host = links[r].host.clone();
+    links[r].fail(why);
+    links[r].busy = None;
+    finish(doc, links, i, failed(host.clone(), format!("{host}{what}")));
 }
 
 /// How an entry ended: what it measured, if it got that far, and why it
@@ -442,16 +441,11 @@ fn finish(doc: &mut FabricDoc, links: &mut [Link], i: usize, outcome: Outcome) {
         e.counters = m.counters;
         e.elapsed_s = m.elapsed_s;
     }
-    // Entries come in pairs: (a→b) at an even offset from the round's
-    // first, (b→a) right after it.
-    let round_first = doc
-        .entries
-        .iter()
-        .position(|x| x.round == doc.entries[i].round)
-        .expect("entry i is in its round");
-    if (i - round_first) % 2 == 0 {
+    // Entries come in pairs, (a→b) then (b→a), from index 0 on: an even
+    // index is a pair's first direction.
+    if i % 2 == 0 {
         let next = i + 1;
-        let r = doc.endpoints[index_of(doc, &doc.entries[next].from)].rank as usize;
+        let r = doc.endpoints[doc.entries[next].from.endpoint as usize].rank as usize;
         links[r].queue.push_back(next);
     }
 }
