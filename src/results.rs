@@ -1,5 +1,6 @@
 //! What a results file holds: a self-describing document (tool, command line,
-//! host, device, what the numbers mean) and one record per measured point.
+//! host, device, what the numbers mean) and one record per measured point
+//! (`results/latency.rs`, `results/throughput.rs`).
 //! The schema is documented in README.md; bump `SCHEMA_VERSION` on any change
 //! that is not a pure addition.
 
@@ -8,15 +9,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockInfo;
 use crate::cpu_use::CpuUse;
-use crate::report::{ClientFigure, CounterDeltas, ThreadFigure};
-use crate::stats::LatencyStats;
 
 mod example;
 mod fields;
+mod latency;
 mod load;
-use fields::columns;
+mod throughput;
 pub use fields::{CheckFields, LiveFields, MemoryFields, PathFields, PostingFields};
+pub use latency::{BackgroundLoad, LatencyRecord, CSV_COLUMNS};
 pub use load::{load, load_within, MAX_PARSED_BYTES};
+pub use throughput::{DirectionFigure, TputRecord, TPUT_CSV_COLUMNS};
 
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -216,184 +218,6 @@ impl ResultsDoc {
     }
 }
 
-/// One throughput point. Ops are the WRs posted inside the measured window
-/// (warm-up excluded), over a window of the requested length; an --iters
-/// run counts every WR, timed until the last has completed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct TputRecord {
-    /// The experiment series this point belongs to (`rdma-bench run`).
-    #[serde(default)]
-    pub series: Option<String>,
-    pub verb: String,
-    /// `inbound`, `outbound` or `echo`.
-    pub direction: String,
-    pub transport: String,
-    pub size: u32,
-    /// `inline` to `post_api` (see `PostingFields`).
-    #[serde(flatten)]
-    pub posting: PostingFields,
-    /// `--events`: completion-channel events the issuing threads took over
-    /// the measured window (a witness that they slept on the channel rather
-    /// than spinning); absent without events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event_wakeups: Option<u64>,
-    /// Echo only: request and response verbs.
-    pub req: Option<String>,
-    pub resp: Option<String>,
-    /// `tclass`, `sl`, `flow_label`, `mtu` (see `PathFields`).
-    #[serde(flatten)]
-    pub path: PathFields,
-    /// `--bidirectional`: both sides issued at once; `ops`, `mops`, `sent`,
-    /// `received` and `completions` are then the sums of `directions`
-    /// (files before it: false).
-    #[serde(default)]
-    pub bidirectional: bool,
-    /// `--srq`: receivers posted to a shared receive queue (files before it: false).
-    #[serde(default)]
-    pub srq: bool,
-    /// Bidirectional only: what each side issued, the client's first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub directions: Option<Vec<DirectionFigure>>,
-    /// `hugepages`, `mr_per_qp`, `region`, `offsets` (see `MemoryFields`).
-    #[serde(flatten)]
-    pub memory: MemoryFields,
-    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
-    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
-    #[serde(default = "crate::spec::gid_connection")]
-    pub connection: String,
-    /// The MTU the QPs ran with: `--mtu`, else the smaller of the two
-    /// ports' active MTUs (each side's handshake says its own, and both set
-    /// the same); also a UD payload's limit. Absent in files before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_mtu: Option<u32>,
-    /// The signaling period asked for (`-S`).
-    pub signal_period: u32,
-    /// The period the point ran with: issuers signal at least once per
-    /// window, so S above `--window` runs as `--window` (files before this
-    /// field: absent).
-    #[serde(default)]
-    pub effective_signal_period: Option<u32>,
-    pub qps: u32,
-    pub postlist: u32,
-    pub window: u32,
-    pub threads: u32,
-    /// Warm-up run before the window (0 in an --iters run, which has none).
-    pub warmup_s: f64,
-    /// The window asked for (`-D`); `null` in an --iters run.
-    #[serde(default)]
-    pub requested_s: Option<f64>,
-    /// WRs (echo: round trips) asked for per QP (`-n`); `null` in a timed run.
-    #[serde(default)]
-    pub iters: Option<u64>,
-    /// Which side posted the WRs and read the clock: `client` (inbound,
-    /// echo) or `server` (outbound).
-    #[serde(default)]
-    pub issued_by: Option<String>,
-    /// Operations (echo: round trips) completed in the measured window.
-    pub ops: u64,
-    pub elapsed_s: f64,
-    /// Million operations per second: the sum of each thread's ops / its window.
-    pub mops: f64,
-    /// Payload rate (echo: request payload once per round trip).
-    pub gbps: f64,
-    pub mib_s: f64,
-    /// WRs (echo: requests) posted, warm-up and drain included.
-    pub sent: u64,
-    /// Messages the receiving side counted (SEND, echo); `null` where it is passive.
-    pub received: Option<u64>,
-    /// `sent - received` where a receiver counts (UD may drop; RC/UC should not).
-    pub lost: Option<u64>,
-    /// Echo: responses the client received.
-    pub responses: Option<u64>,
-    /// Send completions the driver polled (1 per signaled WR): shows S at work.
-    pub completions: u64,
-    pub per_thread: Vec<ThreadFigure>,
-    pub per_qp_ops: Vec<u64>,
-    /// With `--group N`: every client's figure and their sum.
-    pub group_clients: u32,
-    pub aggregate_mops: Option<f64>,
-    pub clients: Vec<ClientFigure>,
-    /// Atomics: operations the target's words do not account for (0 when
-    /// each QP's word ended at the atomics its issuer QP executed).
-    #[serde(default)]
-    pub verify_failures: Option<u64>,
-    /// The issuing device's own counters over the first thread's window
-    /// (in loopback both sides' packets count on the one device); absent
-    /// where the device has none.
-    #[serde(default)]
-    pub device_counters: Option<CounterDeltas>,
-    /// CPU use over the measured window (files before it: absent).
-    #[serde(default)]
-    pub cpu_util: Option<CpuUtil>,
-    /// `interval_s` to `to_stop` (see `LiveFields`).
-    #[serde(flatten)]
-    pub live: LiveFields,
-    /// `expectations` and `validation` (see `CheckFields`).
-    #[serde(flatten)]
-    pub checks: CheckFields,
-    /// `--rate`: the Mops the issuing process was offered in all (its QPs'
-    /// token buckets together); absent when unlimited. `mops` is what it achieved.
-    /// With `--bidirectional` each side is offered the rate, and this is
-    /// both sides together, as `mops` is (`directions` has each side's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offered_mops: Option<f64>,
-    /// `--rate-per-qp`: the rate was asked per QP (absent: per process).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub rate_per_qp: bool,
-    /// `--burst`: WRs per token refill; absent: unlimited.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub burst: Option<u32>,
-}
-
-/// The background load of a latency-under-load point (`--under-load`):
-/// inbound issuers of the same verb (echo: WRITE) on their own QPs and
-/// threads, on the probe's device, whose window spans the probe's run.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct BackgroundLoad {
-    pub verb: String,
-    pub direction: String,
-    pub size: u32,
-    pub qps: u32,
-    pub threads: u32,
-    pub window: u32,
-    pub postlist: u32,
-    pub signal_period: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub burst: Option<u32>,
-    /// WRs the background posted in its window, and the window's length.
-    pub ops: u64,
-    pub elapsed_s: f64,
-    pub per_qp_ops: Vec<u64>,
-    /// The device's counters over the background's window (both sides'
-    /// packets, the probe's included).
-    #[serde(default)]
-    pub device_counters: Option<CounterDeltas>,
-}
-
-/// One direction of a bidirectional point: what one side issued towards the
-/// other, measured in its own window, and what the other side received.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct DirectionFigure {
-    /// `client` (client to server) or `server` (server to client).
-    pub issued_by: String,
-    /// WRs posted inside the issuing side's measured window.
-    pub ops: u64,
-    pub elapsed_s: f64,
-    pub mops: f64,
-    /// WRs posted, warm-up and drain included.
-    pub sent: u64,
-    /// SENDs the other side's receivers counted; `null` where it is passive.
-    pub received: Option<u64>,
-    /// Send completions the issuing side polled.
-    pub completions: u64,
-    /// Atomics: operations the other side's words do not account for.
-    pub verify_failures: Option<u64>,
-    /// `--rate`: the Mops this side's issuers were offered (each side is
-    /// offered the whole `--rate`); absent when unlimited.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offered_mops: Option<f64>,
-}
-
 /// CPU use over a point's measured window, this side's and the peer's.
 /// Two kinds of percent, named apart: `*_pct` is the share of ALL the
 /// host's CPUs that was busy (every process counted, 0–100); `*_process_pct`
@@ -480,102 +304,6 @@ pub struct DeviceInfo {
     pub max_inline: u32,
 }
 
-/// One latency point. Field names carry units; `metric` says what was timed.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
-pub struct LatencyRecord {
-    /// The experiment series this point belongs to (`rdma-bench run`).
-    #[serde(default)]
-    pub series: Option<String>,
-    pub verb: String,
-    /// `half_rtt` (ping-pong, half of each round trip) or `completion`
-    /// (post of a signaled WR to its completion polled from the CQ).
-    pub metric: String,
-    pub transport: String,
-    pub size: u32,
-    /// `inline` to `post_api` (see `PostingFields`).
-    #[serde(flatten)]
-    pub posting: PostingFields,
-    /// `--events`: completion-channel wake-ups of the client over the
-    /// measured iterations (a witness that it slept); absent without events.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event_wakeups: Option<u64>,
-    /// `tclass`, `sl`, `flow_label`, `mtu` (see `PathFields`).
-    #[serde(flatten)]
-    pub path: PathFields,
-    /// `--bidirectional` and `--srq` are throughput options: a latency
-    /// point is always neither (recorded so every record carries them).
-    #[serde(default)]
-    pub bidirectional: bool,
-    #[serde(default)]
-    pub srq: bool,
-    /// `hugepages`, `mr_per_qp`, `region`, `offsets` (see `MemoryFields`).
-    #[serde(flatten)]
-    pub memory: MemoryFields,
-    /// How the QPs were connected: "gid" (GIDs and QP numbers over the
-    /// control channel) or "cm" (rdma_cm, `--cm`); files before it: "gid".
-    #[serde(default = "crate::spec::gid_connection")]
-    pub connection: String,
-    /// The MTU the QPs ran with: `--mtu`, else the smaller of the two
-    /// ports' active MTUs (each side's handshake says its own, and both set
-    /// the same); also a UD payload's limit. Absent in files before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path_mtu: Option<u32>,
-    /// Samples recorded (iterations after warm-up).
-    pub iters: u64,
-    /// Warm-up iterations run first and dropped.
-    pub warmup_dropped: u64,
-    /// Wall time of the measured iterations.
-    pub elapsed_s: f64,
-    #[serde(flatten)]
-    pub stats: LatencyStats,
-    /// Ping-pong only: the full round trip (what was actually timed).
-    pub rtt_p50_ns: Option<f64>,
-    pub rtt_mean_ns: Option<f64>,
-    /// Messages the client sent that the server had to see (warm-up included).
-    pub sent: u64,
-    /// Messages the server counted; `null` where the server is passive.
-    pub server_received: Option<u64>,
-    /// Atomics: returned values that were not the expected ones.
-    pub verify_failures: u64,
-    /// The measuring time asked for per size (`-D`); `null` in an --iters
-    /// run (files before this field: an --iters run, the default).
-    #[serde(default)]
-    pub requested_s: Option<f64>,
-    /// The device's own counters over the measured iterations (in loopback
-    /// both sides' packets count on the one device); absent where the
-    /// device has none.
-    #[serde(default)]
-    pub device_counters: Option<CounterDeltas>,
-    /// The raw distribution of `metric`: [value_ns, count] per non-empty
-    /// HdrHistogram bucket, to recompute percentiles or draw a CDF.
-    pub histogram: Vec<(f64, u64)>,
-    /// CPU use over the measured iterations (files before it: absent).
-    #[serde(default)]
-    pub cpu_util: Option<CpuUtil>,
-    /// `interval_s` to `to_stop` (see `LiveFields`).
-    #[serde(flatten)]
-    pub live: LiveFields,
-    /// `expectations` and `validation` (see `CheckFields`).
-    #[serde(flatten)]
-    pub checks: CheckFields,
-    /// `--under-load`: the load as asked (`10%`, `0.5` Mops, `max`),
-    /// what `compare` matches on; absent in an unloaded run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<String>,
-    /// Under load: the Mops the background was offered (absent at `max`)...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offered_mops: Option<f64>,
-    /// ...and achieved over its window, which spans the probe's run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub achieved_mops: Option<f64>,
-    /// Under load: the background's unlimited rate, measured first (when a
-    /// load is a percentage of it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub saturated_mops: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background: Option<BackgroundLoad>,
-}
-
 /// The columns both records end their figures with: `--interval`/`--forever`'s
 /// (listed here, not taken from `LiveFields::COLUMNS`: `intervals` stays
 /// JSON-only and `to_stop` is split into its figures) and the CPU use.
@@ -595,91 +323,6 @@ const LIVE_AND_CPU_COLUMNS: &[&str] = &[
     "cpu_util.peer_pct",
     "cpu_util.peer_process_pct",
 ];
-
-/// CSV columns of throughput records, in their stable order (lists stay
-/// JSON-only): the record's fields in order, the shared runs' names
-/// spliced in from their `COLUMNS`.
-pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
-    &["series", "verb", "direction", "transport", "size"],
-    PostingFields::COLUMNS,
-    &["event_wakeups", "req", "resp"],
-    PathFields::COLUMNS,
-    &["bidirectional", "srq"],
-    MemoryFields::COLUMNS,
-    &[
-        "connection",
-        "path_mtu",
-        "signal_period",
-        "effective_signal_period",
-        "qps",
-        "postlist",
-        "window",
-        "threads",
-        "warmup_s",
-        "requested_s",
-        "iters",
-        "issued_by",
-        "ops",
-        "elapsed_s",
-        "mops",
-        "gbps",
-        "mib_s",
-        "sent",
-        "received",
-        "lost",
-        "responses",
-        "completions",
-        "group_clients",
-        "aggregate_mops",
-        "verify_failures",
-    ],
-    LIVE_AND_CPU_COLUMNS,
-    &[
-        "cpu_util.local_cpu_s_per_mop",
-        "cpu_util.peer_cpu_s_per_mop",
-        "offered_mops",
-        "rate_per_qp",
-        "burst",
-    ],
-    CheckFields::CSV_COLUMNS,
-);
-
-/// CSV columns of latency records, in their stable order (`histogram` stays
-/// JSON-only), built as `TPUT_CSV_COLUMNS` is.
-pub const CSV_COLUMNS: &[&str] = columns!(
-    &["series", "verb", "metric", "transport", "size"],
-    PostingFields::COLUMNS,
-    &["event_wakeups"],
-    PathFields::COLUMNS,
-    &["bidirectional", "srq"],
-    MemoryFields::COLUMNS,
-    &[
-        "connection",
-        "path_mtu",
-        "iters",
-        "warmup_dropped",
-        "elapsed_s",
-        "samples",
-        "min_ns",
-        "p50_ns",
-        "p90_ns",
-        "p99_ns",
-        "p999_ns",
-        "p9999_ns",
-        "max_ns",
-        "mean_ns",
-        "stdev_ns",
-        "clamped",
-        "rtt_p50_ns",
-        "rtt_mean_ns",
-        "sent",
-        "server_received",
-        "verify_failures",
-    ],
-    LIVE_AND_CPU_COLUMNS,
-    &["load", "offered_mops", "achieved_mops", "saturated_mops",],
-    CheckFields::CSV_COLUMNS,
-);
 
 impl HostInfo {
     pub fn current() -> Self {
