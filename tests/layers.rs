@@ -1,7 +1,8 @@
 //! scripts/check-layers on small source trees written to a scratch
-//! directory: it must fail on an upward import, on a cycle and on a module
-//! missing from the table, and pass a clean tree (whose test module and
-//! comments name an upper layer, which must not count).
+//! directory: it must fail on an upward import, on a cycle, on a module
+//! missing from the table and on a source file over 600 lines, and pass a
+//! clean tree (whose test module and comments name an upper layer, which
+//! must not count).
 
 mod common;
 
@@ -129,6 +130,36 @@ fn a_clean_tree_passes_and_tests_may_import_anything() {
         stdout,
         "check-layers: 5 files, 4 imports, 0 upward, 0 cycles, 0 unsafe outside its modules\n"
     );
+}
+
+/// A tree whose `src/app/part.rs` has `lines` lines (comments but its last).
+fn check_lines(lines: usize) -> Output {
+    let part = "// a line\n".repeat(lines - 1) + "pub struct Part;\n";
+    check(
+        &format!("lines-{lines}"),
+        "app",
+        &[
+            ("src/lib.rs", "pub mod app;\n"),
+            ("src/app/mod.rs", "mod part;\n"),
+            ("src/app/part.rs", &part),
+        ],
+    )
+}
+
+#[test]
+fn a_file_over_600_lines_fails_naming_it_and_600_pass() {
+    let out = check_lines(601);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("src/app/part.rs: 601 lines, over the limit of 600\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(", 1 over 600 lines"), "{stdout}");
+    let out = check_lines(600);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stdout.contains("lines"), "{stdout}");
 }
 
 #[test]
