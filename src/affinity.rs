@@ -201,7 +201,20 @@ pub fn plan(input: PlanInput) -> Result<CpuPlan, String> {
     }
     let cpu = |k: usize| pool[k % pool.len()];
     let client: Vec<usize> = (0..client_threads).map(cpu).collect();
-    let server: Vec<usize> = (client_threads..threads).map(cpu).collect();
+    // Server threads follow the clients round the pool; where the clients
+    // fill it a whole number of times, server thread k would land on client
+    // thread k's CPU, so the servers start one further on. Client thread k
+    // and server thread k (a latency point's pair, a one-thread throughput
+    // point's) then spin apart whenever there are two CPUs: a run is planned
+    // for its widest series, and a shared CPU under a ping-pong costs a
+    // scheduler tick per round trip.
+    let skip = usize::from(
+        client_threads > 0
+            && pool.len() > 1
+            && client_threads % pool.len() == 0
+            && threads > pool.len(),
+    );
+    let server: Vec<usize> = (client_threads..threads).map(|k| cpu(k + skip)).collect();
     if threads > pool.len() {
         let shared = if client_threads > 0 && server_threads > 0 {
             " (client and server threads share some)"
@@ -340,6 +353,11 @@ mod tests {
             "{}",
             p.description
         );
+
+        // Two CPUs, two clients and two servers (a run planned for its widest
+        // series): each server thread is apart from the client of its index.
+        let p = plan(input(&[0, 1], 2, 2)).unwrap();
+        assert_eq!((p.client, p.server), (vec![0, 1], vec![1, 0]));
 
         // One side only: sharing is still worth a warning, without the loopback remark.
         let p = plan(input(&[0, 1], 3, 0)).unwrap();
