@@ -14,6 +14,7 @@
 
 pub mod abort;
 pub mod affinity;
+pub mod analysis;
 pub mod bench;
 pub mod cli;
 pub mod clock;
