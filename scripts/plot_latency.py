@@ -36,7 +36,11 @@ def main():
     band_key = BANDS.get(a.band)
     needs = ("size", "p50_ns") + ((band_key,) if band_key else ())
     items = rr.select(runs, "latency", needs)
-    series = rr.group_series(items, lambda r: r["size"], vary_keys=("iters",))
+    # What was asked splits a line: -n's count, or -D's window (a timed
+    # point's iteration count is what it measured, not a knob).
+    for _, r in items:
+        r["iters_asked"] = None if r.get("requested_s") is not None else r.get("iters")
+    series = rr.group_series(items, lambda r: r["size"], vary_keys=("iters_asked", "requested_s"))
 
     fig, ax = rr.new_figure()
     lows, highs, handles, labels = [], [], [], []

@@ -233,6 +233,8 @@ PARAM_NAMES = {
     "postlist": ("postlist", ""),
     "window": ("window", ""),
     "group_clients": ("clients", ""),
+    "iters_asked": ("iters", ""),
+    "requested_s": ("window", " s"),
     "metric": ("", ""),
 }
 

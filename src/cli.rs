@@ -7,10 +7,12 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 
 mod checks;
 mod fabric;
+mod profile;
 mod utf8;
 
 pub use checks::{CheckArgs, OutputFigure};
 pub use fabric::{FabricArgs, FABRIC_PORT, FABRIC_SERVE_PORT};
+pub use profile::{ProfileArgs, ReportArgs};
 
 use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
 
@@ -51,6 +53,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Measure every pair of hosts of a cluster (start one per host with srun or mpirun).
     Fabric(FabricArgs),
+    /// Profile a NIC (or a pair of hosts) through the HERD and design-guideline figures, within a time budget.
+    Profile(ProfileArgs),
+    /// One self-contained HTML page of one or more profiles (or results files), side by side.
+    Report(ReportArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
     Completions(CompletionsArgs),
     /// Print the JSON Schema of results files on stdout.
@@ -116,6 +122,12 @@ pub struct CompareArgs {
     /// iteration mode, environment, clock source).
     #[arg(long)]
     pub force: bool,
+    /// A ratio within this many percent of 1 is "within noise" even where
+    /// its 95% interval excludes 1; beyond it, a ratio whose interval
+    /// excludes 1 is called better or worse.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0,
+          value_parser = percent)]
+    pub noise: f64,
     /// Fail (exit 3, after the files are written) when a file's ratio to the
     /// first file's misses a limit at a matched point, e.g. ratio.p50<=1.05,
     /// ratio.mops>=0.95 (ratio.FIELD for any --expect field); repeatable.
@@ -140,6 +152,14 @@ pub struct DeviceArgs {
     /// node when sysfs names one, else any; client and server threads apart).
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
     pub cpu: Option<std::vec::Vec<usize>>,
+}
+
+/// A percentage from 0 to 1000.
+pub fn percent(s: &str) -> Result<f64, String> {
+    match s.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(v) if (0.0..=1000.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}': a percentage from 0 to 1000")),
+    }
 }
 
 fn cpu_list(s: &str) -> Result<Vec<usize>, String> {

@@ -33,6 +33,9 @@ pub enum Error {
     /// Results were measured and saved, but missed an `--expect` limit.
     #[error("{0}")]
     Expectation(String),
+    /// A program the command runs (the plotting scripts) failed.
+    #[error("{0}")]
+    Tool(String),
     /// `fabric`: every pair measured and saved, and some were slow.
     #[error("{0}")]
     Outlier(String),

@@ -43,6 +43,8 @@ fn main() {
         (Command::Run(a), _) => cmd::run::run(a),
         (Command::Compare(a), _) => cmd::compare::run(a),
         (Command::Fabric(a), _) => cmd::fabric::run(a),
+        (Command::Profile(a), _) => cmd::profile::run(a),
+        (Command::Report(a), _) => cmd::report::run(a),
         (Command::Completions(a), _) => cmd::completions::completions(a.shell),
         (Command::Manpage(a), _) => cmd::completions::manpages(&a.dir),
         (Command::Schema, _) => cmd::schema::run(),

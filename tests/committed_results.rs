@@ -304,12 +304,21 @@ fn compare_refuses_loopback_against_two_hosts_unless_forced() {
     assert!(out.status.success(), "{stderr}{stdout}");
     assert!(stdout.contains("# points matched on:"), "{stdout}");
     assert!(stdout.contains("# peer mode: loopback | tcp"), "{stdout}");
-    // Same measurements: every matched point's ratio is exactly 1.
-    let ratios: Vec<&str> = stdout
+    // Same measurements: every matched point's ratio is exactly 1, and no
+    // difference is called (the last word is the verdict's mark).
+    let ratios: Vec<(&str, &str)> = stdout
         .lines()
         .filter(|l| l.starts_with("latency "))
-        .filter_map(|l| l.split_whitespace().last())
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            Some((*w.get(w.len().checked_sub(2)?)?, *w.last()?))
+        })
         .collect();
     assert!(!ratios.is_empty(), "{stdout}");
-    assert!(ratios.iter().all(|r| *r == "1.000"), "{ratios:?}");
+    assert!(
+        ratios
+            .iter()
+            .all(|(r, m)| *r == "1.000" && (*m == "=" || *m == "?")),
+        "{ratios:?}"
+    );
 }

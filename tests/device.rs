@@ -34,6 +34,8 @@ mod output_figures;
 mod package;
 #[path = "device/perftest.rs"]
 mod perftest;
+#[path = "device/profile.rs"]
+mod profile;
 #[path = "device/rate_load.rs"]
 mod rate_load;
 #[path = "device/serve_hostile.rs"]

@@ -12,6 +12,8 @@ pub mod measure;
 pub mod mpi;
 pub mod perftest;
 pub mod plan;
+pub mod profile;
+pub mod report;
 pub mod run;
 pub mod schema;
 pub mod script_output;

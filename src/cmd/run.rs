@@ -43,6 +43,11 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
+    run_with(args, &|_| None)
+}
+
+/// `run`, with what each series' progress note adds (`profile`: its figure).
+pub fn run_with(args: &RunArgs, figure_of: &dyn Fn(&str) -> Option<String>) -> Result<()> {
     let exp = experiment::load(
         &args.config,
         &experiment::RunContext {
@@ -219,7 +224,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .iter()
         .filter(|(_, p, _)| p.points() > 0)
         .try_for_each(|(label, plan, expectations)| {
-            console.note(&format!("series '{}'", printable(label)));
+            let figure = figure_of(label)
+                .map(|f| format!(", figure '{f}'"))
+                .unwrap_or_default();
+            console.note(&format!("series '{}'{figure}", printable(label)));
             plan.announce(&console, port.ctx.name());
             let live = super::Live::new(&console, plan, Some(label), &sink, &doc);
             plan.execute_live(

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::analysis::uncertainty::{self, Interval, RatioJudgement};
 use crate::cli::CompareArgs;
 use crate::device_name::human_name;
 use crate::error::Result;
@@ -45,6 +46,11 @@ pub struct Row {
     pub values: Vec<Option<f64>>,
     /// values[i] / values[0], where both exist.
     pub ratios: Vec<Option<f64>>,
+    /// Each value's 95% interval, where its record allows one
+    /// (`analysis::uncertainty`).
+    pub intervals: Vec<Option<Interval>>,
+    /// Each ratio's interval and whether it is a change (index 0: none).
+    pub judged: Vec<Option<RatioJudgement>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -63,7 +69,9 @@ pub fn load(path: &Path) -> Result<ResultsDoc> {
     crate::results::load(path)
 }
 
-pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
+/// Matches the files' points; `noise` is the share of 1 within which no
+/// ratio is called a change (see `uncertainty::judge_ratio`).
+pub fn compare(docs: &[(String, ResultsDoc)], noise: f64) -> Comparison {
     let sources = docs
         .iter()
         .map(|(file, d)| Source {
@@ -83,7 +91,8 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
         .collect();
     // Keep first-seen order: the first file's points, then points new in later files.
     let mut order: Vec<String> = Vec::new();
-    let mut table: BTreeMap<String, (&'static str, Vec<Option<f64>>)> = BTreeMap::new();
+    type Cells = (&'static str, Vec<Option<f64>>, Vec<Option<Interval>>);
+    let mut table: BTreeMap<String, Cells> = BTreeMap::new();
     for (i, (_, d)) in docs.iter().enumerate() {
         for r in &d.results {
             let (key, figure, value) = point_key(r);
@@ -92,11 +101,12 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
             for (key, figure, value) in std::iter::once((key, figure, value)).chain(cost) {
                 let entry = table.entry(key.clone()).or_insert_with(|| {
                     order.push(key.clone());
-                    (figure, vec![None; docs.len()])
+                    (figure, vec![None; docs.len()], vec![None; docs.len()])
                 });
                 // A file with a point twice keeps its first measurement.
                 if entry.1[i].is_none() {
                     entry.1[i] = Some(value);
+                    entry.2[i] = uncertainty::of_record(r, figure);
                 }
             }
         }
@@ -104,7 +114,7 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
     let rows = order
         .into_iter()
         .map(|key| {
-            let (figure, values) = table
+            let (figure, values, intervals) = table
                 .remove(&key)
                 .expect("every ordered key is in the table");
             let ratios = values
@@ -114,11 +124,24 @@ pub fn compare(docs: &[(String, ResultsDoc)]) -> Comparison {
                     _ => None,
                 })
                 .collect();
+            let judged = values
+                .iter()
+                .zip(&intervals)
+                .enumerate()
+                .map(|(i, (v, iv))| match (i, values[0], v) {
+                    (1.., Some(a), Some(b)) => {
+                        uncertainty::judge_ratio(figure, (a, intervals[0]), (*b, *iv), noise)
+                    }
+                    _ => None,
+                })
+                .collect();
             Row {
                 point: key,
                 figure: figure.to_string(),
                 values,
                 ratios,
+                intervals,
+                judged,
             }
         })
         .collect();
@@ -191,7 +214,7 @@ pub fn run(args: &CompareArgs) -> Result<()> {
     if !args.force {
         conditions::check_conditions(&docs)?;
     }
-    let mut cmp = compare(&docs);
+    let mut cmp = compare(&docs, args.noise / 100.0);
     cmp.expectations = expect::judge(&exps, &docs);
     // The files before the table: a reader that stops early (`| head`) loses nothing.
     if let Some(p) = &args.json {
@@ -263,7 +286,7 @@ mod tests {
                 ..Default::default()
             });
         }
-        let c = compare(&[(fa, a.clone()), (fb, b)]);
+        let c = compare(&[(fa, a.clone()), (fb, b)], 0.05);
         assert_eq!(c.rows.len(), 2, "{:?}", c.rows);
         assert_eq!(c.rows[1].point, format!("{} cpu", c.rows[0].point));
         assert_eq!(c.rows[1].figure, "process_cpu_pct");
@@ -289,7 +312,7 @@ mod tests {
     fn points_match_by_parameters_and_one_sided_ones_stay() {
         let a = doc("mlx4_0", 4099, &[(2, 2000.0), (64, 2400.0), (4096, 9000.0)]);
         let b = doc("mlx5_0", 4123, &[(64, 1200.0), (2, 1000.0), (8192, 5000.0)]);
-        let cmp = compare(&[a, b]);
+        let cmp = compare(&[a, b], 0.05);
         assert!(cmp.sources[0].label.starts_with("ConnectX-3 (0x2c9:4099)"));
         assert!(cmp.sources[1].label.starts_with("ConnectX-6 (0x2c9:4123)"));
         let row = |size: u32| {

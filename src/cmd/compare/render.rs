@@ -2,7 +2,8 @@
 //! CSV, with each file named by its column (A, B, ...).
 
 use super::matching::MATCHED_ON;
-use super::Comparison;
+use super::{Comparison, Row};
+use crate::analysis::uncertainty::Change;
 use crate::error::{Error, Result};
 use crate::escape::printable;
 use crate::output::print_line;
@@ -17,6 +18,24 @@ pub(super) fn fmt_value(figure: &str, v: Option<f64>) -> String {
         (_, Some(m)) => format!("{m:.4} Mops"),
     }
 }
+
+/// The one-character verdict printed after a ratio.
+fn mark(c: Change) -> &'static str {
+    match c {
+        Change::Better => "+",
+        Change::Worse => "-",
+        Change::NoDifference => "=",
+        Change::WithinNoise => "~",
+        Change::NotJudged => "?",
+    }
+}
+
+/// A row's verdict on file `i`'s ratio, as its mark ("" where no ratio).
+fn row_mark(row: &Row, i: usize) -> &'static str {
+    row.judged[i].map(|j| mark(j.change)).unwrap_or("")
+}
+
+const MARKS: &str = "after each ratio: + better, - worse, = no significant difference (its interval holds 1), ~ within --noise, ? not judged (a value has no interval: a minimum, a CPU figure, or a throughput point without --interval); a ratio's interval is [B.lo/A.hi, B.hi/A.lo] of each value's 95% interval (latency percentiles: order statistics of the histogram; Mops: t interval over the --interval figures)";
 
 /// The column name of the `i`-th file: A..Z, then AA..ZZ, AAA.. (as spreadsheets).
 pub fn column(i: usize) -> String {
@@ -45,6 +64,7 @@ pub(super) fn print_table(cmp: &Comparison) -> Result<()> {
     }
     print_line("# latency figures are p50 (µs), throughput figures Mops; ratio = file / [A]; a point's \"cpu\" row: this process's CPU (latency: % of one CPU; throughput: CPU-seconds per million ops)")?;
     print_line(&format!("# points matched on: {MATCHED_ON}"))?;
+    print_line(&format!("# {MARKS}"))?;
     for (field, value) in &cmp.conditions {
         print_line(&format!("# {field}: {}", printable(value)))?;
     }
@@ -53,7 +73,7 @@ pub(super) fn print_table(cmp: &Comparison) -> Result<()> {
         let c = column(i);
         header.push_str(&format!(" {:>14}", format!("[{c}]")));
         if i > 0 {
-            header.push_str(&format!(" {:>8}", format!("{c}/A")));
+            header.push_str(&format!(" {:>8} ", format!("{c}/A")));
         }
     }
     print_line(&header)?;
@@ -64,10 +84,11 @@ pub(super) fn print_table(cmp: &Comparison) -> Result<()> {
             line.push_str(&format!(" {:>14}", fmt_value(&row.figure, *v)));
             if i > 0 {
                 line.push_str(&format!(
-                    " {:>8}",
+                    " {:>8} {:1}",
                     row.ratios[i]
                         .map(|r| format!("{r:.3}"))
-                        .unwrap_or_else(|| "-".into())
+                        .unwrap_or_else(|| "-".into()),
+                    row_mark(row, i)
                 ));
             }
         }
@@ -89,7 +110,25 @@ pub(super) fn print_table(cmp: &Comparison) -> Result<()> {
         cmp.rows.len(),
         cmp.rows.len() - one_sided,
         one_sided
-    ))
+    ))?;
+    for i in 1..cmp.sources.len() {
+        let count = |c: Change| {
+            cmp.rows
+                .iter()
+                .filter(|r| r.judged[i].is_some_and(|j| j.change == c))
+                .count()
+        };
+        print_line(&format!(
+            "# {}/A: {} better, {} worse, {} no significant difference, {} within noise, {} not judged",
+            column(i),
+            count(Change::Better),
+            count(Change::Worse),
+            count(Change::NoDifference),
+            count(Change::WithinNoise),
+            count(Change::NotJudged)
+        ))?;
+    }
+    Ok(())
 }
 
 /// The comparison as Markdown: each file with its environment line, the
@@ -112,6 +151,7 @@ pub(super) fn to_markdown(cmp: &Comparison, docs: &[(String, ResultsDoc)]) -> St
     }
     out.push_str("\nLatency figures are p50 in µs, throughput figures Mops (10^6 operations/s); ratio = file / [A].  \n");
     out.push_str(&format!("Points matched on: {MATCHED_ON}.  \n"));
+    out.push_str(&format!("Marks {MARKS}.  \n"));
     for (field, value) in &cmp.conditions {
         out.push_str(&format!("{}: {}  \n", cell(field), cell(value)));
     }
@@ -122,6 +162,7 @@ pub(super) fn to_markdown(cmp: &Comparison, docs: &[(String, ResultsDoc)]) -> St
         header.push(format!("[{c}]"));
         if i > 0 {
             header.push(format!("{c}/A"));
+            header.push(format!("{c} vs A"));
         }
     }
     let right: Vec<bool> = (0..header.len()).map(|i| i > 0).collect();
@@ -137,6 +178,11 @@ pub(super) fn to_markdown(cmp: &Comparison, docs: &[(String, ResultsDoc)]) -> St
                         row.ratios[i]
                             .map(|x| format!("{x:.3}"))
                             .unwrap_or_else(|| "-".into()),
+                    );
+                    r.push(
+                        row.judged[i]
+                            .map(|j| j.change.words().to_string())
+                            .unwrap_or_default(),
                     );
                 }
             }
@@ -156,6 +202,9 @@ pub(super) fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
         header.push(s.file.clone());
         if i > 0 {
             header.push(format!("ratio {}", s.file));
+            header.push(format!("ratio low {}", s.file));
+            header.push(format!("ratio high {}", s.file));
+            header.push(format!("change {}", s.file));
         }
     }
     w.write_record(&header).map_err(err)?;
@@ -165,6 +214,14 @@ pub(super) fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
             rec.push(v.map(|v| v.to_string()).unwrap_or_default());
             if i > 0 {
                 rec.push(row.ratios[i].map(|r| r.to_string()).unwrap_or_default());
+                let iv = row.judged[i].and_then(|j| j.interval);
+                rec.push(iv.map(|x| x.lo.to_string()).unwrap_or_default());
+                rec.push(iv.map(|x| x.hi.to_string()).unwrap_or_default());
+                rec.push(
+                    row.judged[i]
+                        .map(|j| j.change.words().to_string())
+                        .unwrap_or_default(),
+                );
             }
         }
         w.write_record(&rec).map_err(err)?;

@@ -1,0 +1,318 @@
+//! `rdma-bench profile`: one command that measures a NIC (or a pair of
+//! hosts) through a curated set of series (`bench-configs/profile.toml`, or
+//! the user's copy), each point's window sized so the whole fits a time
+//! budget. The plan is printed and written (`profile-plan.toml` is the
+//! experiment file that runs, `profile-plan.json` the figures, points and
+//! time each), then run as `rdma-bench run` runs it, so `--resume` keeps
+//! every finished point and measures only the rest.
+
+mod budget;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::experiment::{self, Experiment, RunContext};
+use super::plan::Plan;
+use super::report::PLAN_JSON;
+use crate::analysis::figures::{Figure, Knobs, PointKind};
+use crate::cli::{ProfileArgs, RunArgs};
+use crate::error::{Error, Result};
+use crate::output::print_line;
+
+use budget::{SeriesShape, SeriesWindow};
+
+/// The built-in set.
+pub const DEFAULT_SET: &str = include_str!("../../../bench-configs/profile.toml");
+pub const DEFAULT_BUDGET: &str = "10m";
+pub const PLAN_TOML: &str = "profile-plan.toml";
+
+pub fn run(args: &ProfileArgs) -> Result<()> {
+    let context = RunContext {
+        connect: args.connect.clone(),
+    };
+    let plan_toml = args.out.join(PLAN_TOML);
+    let plan_text = if args.resume {
+        if args.budget.is_some() || args.set.is_some() {
+            return Err(Error::usage(format!(
+                "--resume: runs the plan already in {} as it was written; leave out --budget and --set",
+                plan_toml.display()
+            )));
+        }
+        crate::input::read_text(&plan_toml, crate::input::MAX_EXPERIMENT_BYTES)
+            .map_err(|e| Error::usage(format!("--resume: {e}")))?
+    } else {
+        let budget_text = args.budget.as_deref().unwrap_or(DEFAULT_BUDGET);
+        let budget_s = budget::parse_duration(budget_text)
+            .map_err(|e| Error::usage(format!("--budget {e}")))?;
+        let (set_name, set_text) = match &args.set {
+            Some(p) => (
+                p.display().to_string(),
+                crate::input::read_text(p, crate::input::MAX_EXPERIMENT_BYTES)?,
+            ),
+            None => (
+                "bench-configs/profile.toml (built in)".to_string(),
+                DEFAULT_SET.to_string(),
+            ),
+        };
+        let set = experiment::parse_in(&set_name, &set_text, &context)?;
+        let shapes = shapes(&set)?;
+        let windows = budget::split(budget_s, &shapes).map_err(|need| {
+            Error::usage(format!(
+                "--budget {budget_text}: too short for {set_name}'s {} points, which need at least {} ({} s per point at the least, plus about {} s to set each up)",
+                set.points(),
+                minutes(need.ceil()),
+                budget::MIN_WINDOW_S,
+                budget::SETUP_S
+            ))
+        })?;
+        let text = planned_set(&set_name, &set_text, &set, &windows, budget_text)?;
+        // The written plan is checked as the run will read it.
+        experiment::parse_in(&plan_toml.display().to_string(), &text, &context)?;
+        crate::output_target::check_out_dir("--out", &args.out)?;
+        if existing_results(&args.out)?.is_some() {
+            return Err(Error::usage(format!(
+                "--out {}: already holds a profile's results; give --resume to finish it, or another --out",
+                args.out.display()
+            )));
+        }
+        std::fs::create_dir_all(&args.out)
+            .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
+        let summary = plan_json(budget_s, &set_name, &shapes, &windows);
+        crate::export::write_atomically(&plan_toml, text.as_bytes())?;
+        let mut bytes = serde_json::to_vec_pretty(&summary).expect("plans serialise");
+        bytes.push(b'\n');
+        crate::export::write_atomically(&args.out.join(PLAN_JSON), &bytes)?;
+        print_plan(&shapes, &windows, budget_s)?;
+        text
+    };
+    if args.dry_run {
+        return Ok(());
+    }
+    let planned = experiment::parse_in(&plan_toml.display().to_string(), &plan_text, &context)?;
+    let figure_of = figure_names(&planned)?;
+    let run = RunArgs {
+        config: plan_toml.clone(),
+        connect: args.connect.clone(),
+        device: args.device.clone(),
+        out: args.out.clone(),
+        quiet: args.quiet,
+        resume: if args.resume {
+            existing_results(&args.out)?
+        } else {
+            None
+        },
+        expect: Vec::new(),
+    };
+    let started = Instant::now();
+    let result = super::run::run_with(&run, &|series| {
+        figure_of
+            .iter()
+            .find(|(s, _)| s == series)
+            .map(|(_, f)| f.clone())
+    });
+    if !args.quiet {
+        let _ = print_line(&format!(
+            "# profile: {:.0} s in this run; `rdma-bench report {}` draws it",
+            started.elapsed().as_secs_f64(),
+            args.out.display()
+        ));
+    }
+    result
+}
+
+fn minutes(s: f64) -> String {
+    if s >= 60.0 {
+        format!("{}m{:02}s", (s / 60.0).floor(), s % 60.0)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// What the budget needs to know of each series.
+fn shapes(set: &Experiment) -> Result<Vec<SeriesShape>> {
+    set.series
+        .iter()
+        .map(|s| {
+            let knobs = knobs(&s.plan);
+            let figure = Figure::of_series(&knobs).ok_or_else(|| {
+                Error::usage(format!("series '{}' measures no point", s.label))
+            })?;
+            let extra = matches!(&s.plan, Plan::UnderLoad(u) if u.loads.iter().any(|l| matches!(l, crate::spec::Load::Fraction(_))));
+            Ok(SeriesShape {
+                label: s.label.clone(),
+                figure,
+                points: s.plan.points() + usize::from(extra),
+                throughput: matches!(s.plan, Plan::Tput(..)),
+                intervals: !matches!(s.plan, Plan::UnderLoad(_)),
+                qps: knobs.iter().map(|k| u64::from(k.qps)).sum(),
+            })
+        })
+        .collect()
+}
+
+/// The figure rule's view of a plan's points (as `Knobs::of` sees records).
+fn knobs(plan: &Plan) -> Vec<Knobs> {
+    let base = |kind, size| Knobs {
+        kind,
+        direction: String::new(),
+        size,
+        qps: 1,
+        signal_period: 1,
+        postlist: 1,
+        region: None,
+    };
+    match plan {
+        Plan::Latency(s) => s
+            .sizes
+            .iter()
+            .map(|&size| Knobs {
+                region: s.memory.region,
+                ..base(PointKind::Latency, size)
+            })
+            .collect(),
+        Plan::UnderLoad(u) => u
+            .loads
+            .iter()
+            .map(|_| base(PointKind::UnderLoad, u.probe.sizes[0]))
+            .collect(),
+        Plan::Tput(s, _) => s
+            .points
+            .iter()
+            .map(|p| Knobs {
+                kind: PointKind::Throughput,
+                direction: s.direction.name().into(),
+                size: p.size,
+                qps: p.qps.saturating_mul(p.threads),
+                signal_period: p.signal_period,
+                postlist: p.postlist,
+                region: s.memory.region,
+            })
+            .collect(),
+    }
+}
+
+fn figure_names(set: &Experiment) -> Result<Vec<(String, String)>> {
+    Ok(set
+        .series
+        .iter()
+        .zip(shapes(set)?)
+        .map(|(s, shape)| (s.label.clone(), shape.figure.title()))
+        .collect())
+}
+
+/// The set with each series' window keys replaced by the budget's.
+fn planned_set(
+    set_name: &str,
+    text: &str,
+    set: &Experiment,
+    windows: &[SeriesWindow],
+    budget: &str,
+) -> Result<String> {
+    let mut doc: toml::Table =
+        toml::from_str(text).map_err(|e| Error::usage(format!("{set_name}: {}", e.message())))?;
+    if let Some(toml::Value::Table(d)) = doc.get_mut("defaults") {
+        d.remove("iters");
+    }
+    let Some(toml::Value::Array(series)) = doc.get_mut("series") else {
+        return Err(Error::usage(format!("{set_name}: no [[series]]")));
+    };
+    for ((entry, s), w) in series.iter_mut().zip(&set.series).zip(windows) {
+        let toml::Value::Table(t) = entry else {
+            continue;
+        };
+        t.remove("iters");
+        t.insert("duration".into(), round3(w.window_s).into());
+        if let Some(warm) = w.warmup_s {
+            t.insert("warmup_time".into(), round3(warm).into());
+        }
+        if let Some(iv) = w.interval_s {
+            t.insert("interval".into(), round3(iv).into());
+        }
+        debug_assert_eq!(
+            t.get("label").and_then(|l| l.as_str()),
+            Some(s.label.as_str())
+        );
+    }
+    let body = toml::to_string(&doc).expect("TOML tables serialise");
+    Ok(format!(
+        "# The plan `rdma-bench profile --budget {budget}` wrote from {set_name}: each\n# series' duration, warmup_time and interval are the budget's. `profile --resume`\n# runs this file again; `rdma-bench run` runs it as it is.\n{body}"
+    ))
+}
+
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+fn plan_json(
+    budget_s: f64,
+    set: &str,
+    shapes: &[SeriesShape],
+    windows: &[SeriesWindow],
+) -> serde_json::Value {
+    let mut figures: Vec<serde_json::Value> = Vec::new();
+    for (s, w) in shapes.iter().zip(windows) {
+        let id = s.figure.id();
+        let entry = json!({"label": s.label, "points": s.points, "window_s": round3(w.window_s),
+            "warmup_s": w.warmup_s.map(round3), "interval_s": w.interval_s.map(round3),
+            "estimate_s": round3(w.estimate_s)});
+        match figures.iter_mut().find(|f| f["figure"] == id.as_str()) {
+            Some(f) => f["series"]
+                .as_array_mut()
+                .expect("series is a list")
+                .push(entry),
+            None => {
+                figures.push(json!({"figure": id, "title": s.figure.title(), "series": [entry]}))
+            }
+        }
+    }
+    let estimate: f64 = windows.iter().map(|w| w.estimate_s).sum();
+    json!({
+        "budget_s": budget_s,
+        "set": set,
+        "estimate_s": round3(estimate),
+        "setup_estimate_s_per_point": budget::SETUP_S,
+        "setup_estimate_s_per_qp": budget::SETUP_PER_QP_S,
+        "figures": figures,
+    })
+}
+
+fn print_plan(shapes: &[SeriesShape], windows: &[SeriesWindow], budget_s: f64) -> Result<()> {
+    print_line(&format!(
+        "# profile plan: {} series, {} points, budget {} s, split evenly over the figures",
+        shapes.len(),
+        shapes.iter().map(|s| s.points).sum::<usize>(),
+        budget_s
+    ))?;
+    print_line(&format!(
+        "# {:<44} {:<28} {:>6} {:>9} {:>9}",
+        "figure", "series", "points", "window", "est."
+    ))?;
+    for (s, w) in shapes.iter().zip(windows) {
+        print_line(&format!(
+            "# {:<44} {:<28} {:>6} {:>8.3}s {:>8.1}s",
+            s.figure.title(),
+            crate::escape::printable(&s.label),
+            s.points,
+            w.window_s,
+            w.estimate_s
+        ))?;
+    }
+    Ok(())
+}
+
+/// The results file a profile directory already holds, if any.
+fn existing_results(dir: &Path) -> Result<Option<PathBuf>> {
+    let Ok(mut found) = super::report::results_files_in(dir) else {
+        return Ok(None);
+    };
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        n => Err(Error::usage(format!(
+            "--out {}: holds {n} results files; a profile directory holds one",
+            dir.display()
+        ))),
+    }
+}

@@ -1,0 +1,309 @@
+//! `rdma-bench report` on results files a test makes: a known cliff is
+//! found and named with its rule and a flat curve finds none; two profiles
+//! with a known ratio show it, judged against their intervals; profiles
+//! measured under other conditions are refused unless `--force`; bad
+//! input is one line, exit 2. (The page in a real browser: report_page.rs.)
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{read_json, run, scratch, text};
+use serde_json::Value;
+
+const QPS_FILE: &str = "results/herd-fig4-outbound-qps-rxe0-vm-qemu-20261129T114046Z.json";
+
+fn committed(path: &str) -> Value {
+    read_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+    p
+}
+
+/// The outbound series of the QP-count file, its Mops set by `mops(i)`,
+/// each point with four `--interval` figures of ±1% around it (so each
+/// point has an interval of its own).
+fn qps_curve(mops: impl Fn(usize) -> f64) -> Value {
+    let mut doc = committed(QPS_FILE);
+    let results = doc["results"].as_array_mut().unwrap();
+    results.retain(|r| r["direction"] == "outbound");
+    for (i, r) in results.iter_mut().enumerate() {
+        let m = mops(i);
+        r["mops"] = m.into();
+        r["interval_s"] = 0.25.into();
+        r["intervals"] = (0..4)
+            .map(|k| {
+                let f = [0.99, 1.01, 0.995, 1.005][k];
+                serde_json::json!({"index": k, "start_s": 0.25 * k as f64, "elapsed_s": 0.25,
+                    "ops": 1000, "mops": m * f})
+            })
+            .collect();
+    }
+    doc
+}
+
+fn report(args: &[&str]) -> (std::process::Output, String) {
+    let out = run(&[&["report"], args].concat());
+    let (stdout, stderr) = text(&out);
+    (out, format!("{stdout}{stderr}"))
+}
+
+fn page(dir: &Path, inputs: &[&Path], extra: &[&str]) -> String {
+    let html = dir.join("page.html");
+    let mut args: Vec<&str> = inputs.iter().map(|p| p.to_str().unwrap()).collect();
+    args.extend(["-o", html.to_str().unwrap()]);
+    args.extend(extra);
+    let (out, said) = report(&args);
+    assert!(out.status.success(), "{said}");
+    std::fs::read_to_string(html).unwrap()
+}
+
+fn findings(html: &str, kind: &str) -> Vec<String> {
+    html.split("<li data-kind=\"")
+        .skip(1)
+        .filter(|l| l.starts_with(&format!("{kind}\"")))
+        .map(|l| l.split("</li>").next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_known_cliff_is_found_with_its_rule_and_a_flat_curve_finds_none() {
+    let dir = scratch("report-cliff");
+    let n = committed(QPS_FILE)["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["direction"] == "outbound")
+        .count();
+    assert!(n >= 4, "{n} points");
+    // Flat at 1 Mops, then halved from the last point on.
+    let steep = write(
+        &dir,
+        "steep.json",
+        &qps_curve(|i| if i + 1 == n { 0.5 } else { 1.0 }),
+    );
+    let html = page(&dir, &[&steep], &[]);
+    let cliffs = findings(&html, "cliff");
+    assert_eq!(cliffs.len(), 1, "{cliffs:?}");
+    assert!(cliffs[0].contains("Mops falls 50%"), "{}", cliffs[0]);
+    assert!(cliffs[0].contains("QPs to"), "{}", cliffs[0]);
+    assert!(
+        html.contains("1 point(s) found by the rule: a step of the swept knob where Mops falls by more than 25%"),
+        "the rule is said above what it found"
+    );
+    // A 20% step is under the default threshold, over a 10% one.
+    let mild = write(
+        &dir,
+        "mild.json",
+        &qps_curve(|i| if i + 1 == n { 0.8 } else { 1.0 }),
+    );
+    assert!(findings(&page(&dir, &[&mild], &[]), "cliff").is_empty());
+    assert_eq!(
+        findings(&page(&dir, &[&mild], &["--cliff", "10"]), "cliff").len(),
+        1
+    );
+    let flat = write(&dir, "flat.json", &qps_curve(|_| 1.0));
+    let html = page(&dir, &[&flat], &[]);
+    assert!(findings(&html, "cliff").is_empty());
+    assert!(html.contains("None: no rule above found anything"));
+}
+
+/// The ratio cell of a headline key in the page's B/A table.
+fn ratio_of(html: &str, key_part: &str) -> (f64, String) {
+    let row = html
+        .split("<tr data-key=\"")
+        .skip(1)
+        .find(|r| r.split('"').next().unwrap().contains(key_part))
+        .unwrap_or_else(|| panic!("no ratio row for {key_part}"));
+    let ratio = row
+        .split("rb-ratio\">")
+        .nth(1)
+        .unwrap()
+        .split('<')
+        .next()
+        .unwrap();
+    let verdict = row
+        .rsplit("</td></tr>")
+        .nth(1)
+        .unwrap()
+        .rsplit('>')
+        .next()
+        .unwrap();
+    (ratio.parse().unwrap(), verdict.to_string())
+}
+
+#[test]
+fn two_profiles_show_their_known_ratio_judged_by_their_intervals() {
+    let dir = scratch("report-ratio");
+    // B has 1.25x the Mops of A everywhere, with intervals as tight as A's.
+    let a = write(&dir, "a.json", &qps_curve(|_| 1.0));
+    let b = write(&dir, "b.json", &qps_curve(|_| 1.25));
+    let html = page(&dir, &[&a, &b], &["--label", "gen A", "--label", "gen B"]);
+    let (ratio, verdict) = ratio_of(&html, "mops|max");
+    assert_eq!(ratio, 1.25);
+    assert_eq!(verdict, "better", "intervals apart, 25% > --noise");
+    // The same file twice: ratio 1, no difference.
+    let html = page(&dir, &[&a, &a], &[]);
+    let (ratio, verdict) = ratio_of(&html, "mops|max");
+    assert_eq!(
+        (ratio, verdict.as_str()),
+        (1.0, "no significant difference")
+    );
+    // Within the noise threshold when it is raised past 25%.
+    let html = page(&dir, &[&a, &b], &["--noise", "30"]);
+    assert_eq!(ratio_of(&html, "mops|max").1, "within noise");
+}
+
+#[test]
+fn unlike_conditions_are_refused_naming_the_field_unless_forced() {
+    let dir = scratch("report-conditions");
+    let a = write(&dir, "a.json", &qps_curve(|_| 1.0));
+    let mut other = qps_curve(|_| 1.0);
+    other["environment"] = Value::Null;
+    let b = write(&dir, "b.json", &other);
+    let html = dir.join("p.html");
+    let (out, said) = report(&[
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("environment") && said.contains("--force"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(!html.exists(), "nothing written when refused");
+    let forced = page(&dir, &[&a, &b], &["--force"]);
+    assert!(forced.contains("Run conditions differ (--force)"));
+}
+
+#[test]
+fn bad_input_is_one_line_exit_2() {
+    let dir = scratch("report-bad");
+    let a = write(&dir, "a.json", &qps_curve(|_| 1.0));
+    let a = a.to_str().unwrap();
+    let o = dir.join("o.html");
+    let o = o.to_str().unwrap();
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    for (args, needle) in [
+        (vec![a, "-o", o, "--noise", "-3"], "--noise"),
+        (vec![a, "-o", o, "--cliff", "x"], "--cliff"),
+        (
+            vec![a, "-o", o, "--label", "one", "--label", "two"],
+            "--label",
+        ),
+        (
+            vec![empty.to_str().unwrap(), "-o", o],
+            "holds no results files",
+        ),
+        (vec!["/nonexistent.json", "-o", o], "/nonexistent.json"),
+        (vec![a, "-o", a], "-o"),
+        (vec![a, "-o", o, "--scripts", "/tmp"], "--scripts"),
+    ] {
+        let (out, said) = report(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(said.contains(needle), "{args:?}: {said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+}
+
+#[test]
+fn profile_plans_within_its_budget_and_refuses_bad_input_before_any_device() {
+    let dir = scratch("profile-plan");
+    let out = dir.join("p");
+    let o = run(&[
+        "profile",
+        "--dry-run",
+        "--budget",
+        "3m",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("# profile plan: "), "{stdout}");
+    let plan = read_json(&out.join("profile-plan.json"));
+    let estimate = plan["estimate_s"].as_f64().unwrap();
+    assert!(
+        (estimate - 180.0).abs() < 0.1,
+        "the plan fills the budget: {estimate}"
+    );
+    let figures: Vec<&str> = plan["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["figure"].as_str().unwrap())
+        .collect();
+    for f in [
+        "latency",
+        "inbound-size",
+        "outbound-size",
+        "echo-size",
+        "outbound-qps",
+        "signal-period",
+        "postlist",
+        "nic-cache",
+        "latency-under-load",
+    ] {
+        assert!(figures.contains(&f), "{f} in {figures:?}");
+    }
+    // Every figure gets the same share of the budget.
+    for f in plan["figures"].as_array().unwrap() {
+        let share: f64 = f["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["estimate_s"].as_f64().unwrap())
+            .sum();
+        assert!((share - 180.0 / figures.len() as f64).abs() < 0.1, "{f}");
+    }
+    let toml = std::fs::read_to_string(out.join("profile-plan.toml")).unwrap();
+    assert!(
+        toml.contains("interval = ") && toml.contains("duration = "),
+        "{toml}"
+    );
+
+    let set = dir.join("set.toml");
+    std::fs::write(
+        &set,
+        "name = \"x\"\n[[series]]\nlabel = \"W\"\nverb = \"write\"\nsize = \"2..4096\"\n",
+    )
+    .unwrap();
+    let fresh = dir.join("fresh");
+    let fresh = fresh.to_str().unwrap();
+    let set = set.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["--budget", "1s", "--out", fresh],
+            "--budget 1s: too short",
+        ),
+        (vec!["--budget", "3x", "--out", fresh], "--budget"),
+        (vec!["--budget", "0", "--out", fresh], "--budget"),
+        (
+            vec!["--set", "/nonexistent.toml", "--out", fresh],
+            "/nonexistent.toml",
+        ),
+        (
+            vec!["--set", set, "--budget", "2s", "--out", fresh],
+            "12 points",
+        ),
+        (
+            vec!["--resume", "--budget", "3m", "--out", fresh],
+            "--resume",
+        ),
+        (vec!["--resume", "--out", fresh], "--resume"),
+    ] {
+        let o = run(&[&["profile", "--dry-run"], &args[..]].concat());
+        let (stdout, stderr) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    assert!(!Path::new(fresh).exists(), "nothing made for refused input");
+}
