@@ -15,8 +15,14 @@ fn repo() -> PathBuf {
 }
 
 /// Committed result files of `experiment`, oldest first.
+/// The committed results files of an experiment: `results/NAME-*.json`, or
+/// with `DIR/NAME`, `results/DIR/NAME-*.json` (a profile's directory).
 fn results_of(experiment: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("results"))
+    let (dir, experiment) = match experiment.split_once('/') {
+        Some((dir, name)) => (repo().join("results").join(dir), name),
+        None => (repo().join("results"), experiment),
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("results/ is committed")
         .map(|e| e.unwrap().path())
         .filter(|p| {
@@ -51,6 +57,11 @@ fn every_plotting_script_draws_the_committed_results() {
         ("plot_tput_size.py", "herd-fig3-inbound", &[]),
         ("plot_tput_qps.py", "herd-fig4-outbound-qps", &[]),
         ("plot_tput_signal.py", "signaling-period", &[]),
+        (
+            "plot_tput_postlist.py",
+            "profile-rxe0-loopback/profile-rxe0",
+            &[],
+        ),
         ("plot_compare.py", "herd-fig2-latency", &[]),
         ("plot_vs_perftest.py", "vs-perftest", &[]),
         ("plot_nic_cache.py", "nic-cache", &[]),

@@ -269,6 +269,9 @@ fn plan_json(
     }
     let estimate: f64 = windows.iter().map(|w| w.estimate_s).sum();
     json!({
+        // Not a results file: what `profile` planned (tools that walk
+        // results/ tell the two apart by this).
+        "tool": "rdma-bench profile",
         "budget_s": budget_s,
         "set": set,
         "estimate_s": round3(estimate),
