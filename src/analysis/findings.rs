@@ -63,7 +63,7 @@ pub fn find(series: &[SeriesPoints], rules: &Rules) -> Vec<Finding> {
     let mut out = Vec::new();
     for s in series {
         let Some(figure) = s.figure else { continue };
-        for line in lines(figure, s) {
+        if let Some(line) = line(figure, s) {
             cliffs(figure, &s.series, &line, rules, &mut out);
         }
         spread(figure, s, rules, &mut out);
@@ -74,8 +74,9 @@ pub fn find(series: &[SeriesPoints], rules: &Rules) -> Vec<Finding> {
 
 /// A series' points along its x knob. A NIC-cache series that sweeps QPs
 /// is one line along QPs; its region-size series are one point each and
-/// make no line of their own.
-fn lines<'a>(figure: Figure, s: &SeriesPoints<'a>) -> Vec<Vec<(f64, &'a Record)>> {
+/// make no line of their own (nor do under-load series: their rise is the
+/// figure's point).
+fn line<'a>(figure: Figure, s: &SeriesPoints<'a>) -> Option<Vec<(f64, &'a Record)>> {
     let x = |r: &Record| {
         let k = Knobs::of(r);
         match figure {
@@ -85,14 +86,11 @@ fn lines<'a>(figure: Figure, s: &SeriesPoints<'a>) -> Vec<Vec<(f64, &'a Record)>
     };
     let mut pts: Vec<(f64, &Record)> = s.records.iter().map(|r| (x(r), *r)).collect();
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-    if pts.len() < 2 || figure == Figure::UnderLoad {
-        return Vec::new();
-    }
-    vec![pts]
+    (pts.len() >= 2 && figure != Figure::UnderLoad).then_some(pts)
 }
 
-/// The y a cliff is judged on, its name and unit, and whether it should
-/// rise along x (throughput in Gb/s against size, else Mops) or fall.
+/// The y a cliff is judged on and its name: p50 latency, Gb/s against
+/// payload size (Mops fall there by design), else Mops.
 fn judged(figure: Figure, r: &Record) -> Option<(f64, &'static str)> {
     match (figure, r) {
         (Figure::Latency, Record::Latency(l)) => Some((l.stats.p50_ns, "p50 latency")),

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::figures::{Figure, SeriesPoints};
+use super::figures::{Figure, Knobs, SeriesPoints};
 use super::uncertainty::{self, Interval};
 use crate::results::Record;
 
@@ -137,10 +137,7 @@ fn metric_name(metric: &str) -> &str {
 }
 
 fn size_of(r: &Record) -> u32 {
-    match r {
-        Record::Latency(l) => l.size,
-        Record::Throughput(t) => t.size,
-    }
+    Knobs::of(r).size
 }
 
 /// The series' peak of a throughput field; returns the record it came from.

@@ -339,22 +339,24 @@ fn findings(h: &mut String, p: &Page) {
 
 fn figures(h: &mut String, p: &Page) {
     h.push_str("<h2>Figures</h2>\n");
+    // Every file's series, grouped once for all the figures' captions.
+    let docs = p
+        .profiles
+        .iter()
+        .flat_map(|pr| pr.files.iter().map(|(_, d)| d));
+    let series = by_series_of(docs);
+    let clock = p
+        .profiles
+        .first()
+        .and_then(|pr| pr.files.first())
+        .map(|(_, d)| d.clock.source.clone())
+        .unwrap_or_default();
     for (f, svg) in p.figures {
-        let docs = p
-            .profiles
+        let mine: Vec<&Record> = series
             .iter()
-            .flat_map(|pr| pr.files.iter().map(|(_, d)| d));
-        let mine: Vec<&Record> = by_series_of(docs)
-            .into_iter()
             .filter(|s| s.figure == Some(*f))
-            .flat_map(|s| s.records)
+            .flat_map(|s| s.records.iter().copied())
             .collect();
-        let clock = p
-            .profiles
-            .first()
-            .and_then(|pr| pr.files.first())
-            .map(|(_, d)| d.clock.source.clone())
-            .unwrap_or_default();
         let _ = writeln!(
             h,
             "<figure class=\"rb-figure\" data-figure=\"{}\" id=\"fig-{}\">{svg}<figcaption><b>{}.</b> {}</figcaption></figure>",
