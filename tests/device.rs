@@ -79,6 +79,16 @@ fn latency(name: &str, args: &[&str]) -> (ResultsDoc, String) {
     let csv = dir.join("r.csv");
     let dev = device();
     let mut all: Vec<&str> = args.to_vec();
+    // Latency points warm up for 100 iterations, not the default 1000: in a
+    // TCG guest on a busy host an iteration can take milliseconds, and
+    // warm-up is not what these tests check (those that do pass --warmup).
+    let latency_verb = ["read", "write", "send", "echo", "atomic"].contains(&args[0]);
+    let sets_warmup = args
+        .iter()
+        .any(|a| a.starts_with("--warmup") || *a == "--tput" || *a == "--under-load");
+    if latency_verb && !sets_warmup {
+        all.extend_from_slice(&["--warmup", "100"]);
+    }
     all.extend_from_slice(&[
         "-d",
         &dev,
@@ -485,17 +495,18 @@ fn write_parity_with_perftest(name: &str, port: u16, pt_port: u16) -> (Parity, R
 /// The sweep issue #4 asks every verb to survive.
 const SWEEP: &[&str] = &[
     "-S",
-    "1,16,64",
+    "1,64",
     "-q",
-    "1,4,16",
+    "1,16",
     "--postlist",
     "1,4",
     "--warmup-time",
     "0.05",
 ];
 
-/// Points of SWEEP per transport: 3 S × 3 qps × 2 postlists, minus S=1 with postlist 4.
-const SWEEP_POINTS: usize = 15;
+/// Points of SWEEP per transport: 2 S × 2 qps × 2 postlists, minus S=1 with
+/// postlist 4 (a postlist longer than S is contradictory and skipped).
+const SWEEP_POINTS: usize = 6;
 
 fn tput(name: &str, args: &[&str]) -> ResultsDoc {
     let mut all = args.to_vec();

@@ -225,7 +225,11 @@ fn echo_client_thread(
         }
         // Drain what is in flight, but not forever: over UD a lost request
         // or response never comes back; it is counted (sent - responses), not waited for.
-        if stopping && (fl.in_flight == 0 || now.wrapping_sub(stopped_at) > drain_limit) {
+        // The bound is on the quiet since the last response (or the stop),
+        // not on the whole drain: a slow host drains thousands of round
+        // trips for longer than the bound while each keeps arriving.
+        let quiet_since = last_landing.max(stopped_at);
+        if stopping && (fl.in_flight == 0 || now.wrapping_sub(quiet_since) > drain_limit) {
             if window.iters.is_some() {
                 // Every round trip counts, timed to the last response (not
                 // to the end of a drain that waited for lost ones).
