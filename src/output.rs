@@ -396,6 +396,7 @@ impl Console {
             return;
         }
         self.line(&format!("# {}", describe_tput(spec, device)));
+        self.line("# setup: seconds from creating a point's QPs to both sides connected, before its warm-up (and per QP)");
         if let Some(m) = spec.memory.describe() {
             self.line(&format!("# memory: {m}"));
         }
@@ -449,6 +450,9 @@ impl Console {
             }
         }
         line.push_str(&cpu_cells(r.cpu_util.as_ref(), true));
+        if let (Some(s), Some(per_qp)) = (r.setup_s, r.setup_per_qp_ms) {
+            line.push_str(&format!("  setup {s:.2} s ({per_qp:.2} ms/QP)"));
+        }
         if let Some(agg) = r.aggregate_mops {
             line.push_str(&format!("  group of {}: {:.4} Mops", r.group_clients, agg));
         }

@@ -1404,16 +1404,35 @@ fn tput_window_with_1024_qps_lasts_what_was_asked() {
     let start = Instant::now();
     let (doc, _) = latency(
         "q1024",
-        &["write", "--tput", "outbound", "-q", "1024", "-D", "0.5"],
+        &["write", "--tput", "outbound", "-q", "1,1024", "-D", "0.5"],
     );
-    let r = doc.throughput().next().unwrap();
+    let took = start.elapsed().as_secs_f64();
+    let (one, r) = {
+        let mut it = doc.throughput();
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    // Setup is recorded per point and per QP: making and connecting 1024
+    // QPs costs more than one, and it fits in the process's own run time
+    // with both points' warm-ups and windows.
+    let setup = |r: &rdma_bench::results::TputRecord| r.setup_s.expect("setup_s recorded");
+    eprintln!(
+        "MEASURED: setup of 1 QP {:.3} s, of 1024 QPs {:.3} s ({:.3} ms per QP); the run took {took:.1} s",
+        setup(one),
+        setup(r),
+        r.setup_per_qp_ms.unwrap()
+    );
+    assert!(setup(one) > 0.0 && setup(r) > setup(one), "{one:?}\n{r:?}");
+    let per_qp = r.setup_per_qp_ms.expect("setup_per_qp_ms recorded");
+    assert!((per_qp - setup(r) * 1e3 / 1024.0).abs() < 1e-9, "{r:?}");
+    let windows: f64 = [one, r].iter().map(|r| r.warmup_s + r.elapsed_s).sum();
+    assert!(setup(one) + setup(r) + windows < took, "{one:?}\n{r:?}");
     let sent_pkts = counter(r.device_counters.as_ref(), "sent_pkts", "q1024");
     eprintln!(
         "MEASURED: write outbound -q 1024 -D 0.5: elapsed_s {:.4}, ops {}, device sent_pkts {sent_pkts} ({:.3} per op), run took {:.1} s",
         r.elapsed_s,
         r.ops,
         sent_pkts as f64 / r.ops as f64,
-        start.elapsed().as_secs_f64()
+        took
     );
     assert_eq!(r.requested_s, Some(0.5));
     assert_eq!(r.qps, 1024);

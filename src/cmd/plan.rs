@@ -402,6 +402,7 @@ impl Plan {
                     cpu_local: None,
                     cpu_peer: None,
                     validation: None,
+                    setup_s: None,
                 };
                 let mut r = super::tput::record(spec, &o);
                 r.series = label;

@@ -258,6 +258,8 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
         } else {
             spec.warmup_s
         },
+        setup_s: o.setup_s,
+        setup_per_qp_ms: o.setup_s.map(|s| s * 1e3 / p.total_qps().max(1) as f64),
         requested_s: spec.iters.is_none().then_some(spec.duration_s),
         iters: spec.iters,
         issued_by: Some(

@@ -77,6 +77,8 @@ impl TputRecord {
             window: 128,
             threads: 1,
             warmup_s: 0.0,
+            setup_s: None,
+            setup_per_qp_ms: None,
             requested_s: Some(1.0),
             iters: None,
             issued_by: Some("client".into()),

@@ -73,6 +73,16 @@ pub struct TputRecord {
     pub threads: u32,
     /// Warm-up run before the window (0 in an --iters run, which has none).
     pub warmup_s: f64,
+    /// Seconds the point took to set up before its warm-up, on the client's
+    /// clock: creating and registering its QPs and buffers, the server
+    /// preparing its side, and connecting both (through RDMA CM with
+    /// `--cm`). Absent in files from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_s: Option<f64>,
+    /// `setup_s` per QP of the point (all threads' QPs), in milliseconds:
+    /// what one more QP costs before a window opens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_per_qp_ms: Option<f64>,
     /// The window asked for (`-D`); `null` in an --iters run.
     #[serde(default)]
     pub requested_s: Option<f64>,
@@ -183,6 +193,8 @@ pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
         "window",
         "threads",
         "warmup_s",
+        "setup_s",
+        "setup_per_qp_ms",
         "requested_s",
         "iters",
         "issued_by",

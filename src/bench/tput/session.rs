@@ -58,6 +58,8 @@ pub struct TputOutcome {
     /// `--validate`: every check of the point's payloads, both sides' and
     /// both directions' summed; `None` without it.
     pub validation: Option<Validation>,
+    /// Seconds from building this side's QPs to both sides connected.
+    pub setup_s: Option<f64>,
 }
 
 /// What the server issued in a bidirectional point, and what the client's
@@ -246,6 +248,9 @@ fn tput_client_session(
         let mut ctx = PointCtx::new(spec, p, clock, &port.counters, Side::Client).held_by(hold);
         ctx.intervals = board.as_ref();
         let shown = |f: &IntervalFigure| on_interval(index, f);
+        // Setup is timed with the system clock: it is not a measurement
+        // loop, and the point's own clock starts with its warm-up.
+        let setup_began = std::time::Instant::now();
         let mut side = PointSide::<EchoClients>::build(port, spec, p)?;
         ctl.send(&Message::TputPrepare {
             index,
@@ -270,6 +275,7 @@ fn tput_client_session(
                 cm::dial(to, &mut qps, &server_qpns, &config, name, tos, index, wait)?;
             }
         }
+        let setup_s = setup_began.elapsed().as_secs_f64();
         // The peer's host or the wire to it may go while the loops run;
         // the watch ends them then, and says why.
         let watch = PeerWatch::start(ctl);
@@ -312,6 +318,7 @@ fn tput_client_session(
             cpu_local,
             cpu_peer,
             validation,
+            setup_s: Some(setup_s),
         })?;
     }
     ctl.send(&Message::Bye)?;
