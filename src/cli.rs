@@ -79,6 +79,9 @@ pub enum Command {
     /// Write the man pages into DIR (for packaging).
     #[command(hide = true)]
     Manpage(ManpageArgs),
+    /// Print the Markdown option reference (docs/reference.md) on stdout.
+    #[command(hide = true)]
+    ReferenceMd,
 }
 
 #[derive(Debug, Args)]
