@@ -35,7 +35,7 @@ pub const SEND: &str = "Examples:
 
 pub const ECHO: &str = "Examples:
   rdma-bench echo -s 32 --validate
-  rdma-bench echo --connect host2 --tput --req send --resp send -t 16";
+  rdma-bench echo --connect host2 --tput -c ud --req send --resp send -t 16";
 
 pub const ATOMIC: &str = "Examples:
   rdma-bench atomic --op cas -n 100000
