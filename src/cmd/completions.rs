@@ -105,6 +105,10 @@ pub fn reference() -> String {
             listed.push((options, sub.get_name()));
         }
     }
+    // One blank line between blocks (sections end with one of their own).
+    while md.contains("\n\n\n") {
+        md = md.replace("\n\n\n", "\n\n");
+    }
     md
 }
 
