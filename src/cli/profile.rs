@@ -9,8 +9,7 @@ use super::DeviceArgs;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   rdma-bench profile --budget 3m --out prof-cx6
-  rdma-bench profile --connect host2 --budget 10m --out prof-pair
-  rdma-bench profile --out prof-cx6 --resume          # after an interrupted run
+  rdma-bench profile --connect host2 --out prof-pair --resume    # after an interrupted run
   cp bench-configs/profile.toml my.toml && rdma-bench profile --set my.toml --budget 5m")]
 pub struct ProfileArgs {
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
