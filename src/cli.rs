@@ -6,15 +6,19 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod checks;
+mod examples;
 mod fabric;
+mod headings;
 mod profile;
+mod test_args;
 mod utf8;
 
 pub use checks::{CheckArgs, OutputFigure};
 pub use fabric::{FabricArgs, FABRIC_PORT, FABRIC_SERVE_PORT};
 pub use profile::{ProfileArgs, ReportArgs};
+pub use test_args::TestArgs;
 
-use crate::spec::{AtomicOp, EchoVerb, Offsets, PostApi, VerbKind};
+use crate::spec::VerbKind;
 
 /// The default TCP port of `serve` (perftest's).
 pub const DEFAULT_PORT: u16 = 18515;
@@ -24,7 +28,7 @@ pub const DEFAULT_PORT: u16 = 18515;
     name = "rdma-bench",
     version = env!("RDMA_BENCH_VERSION"),
     about = "Measure RDMA verbs: latency of READ, WRITE, WR-INLINE, SEND, ECHO and atomics",
-    after_help = "Without --connect, a test runs in loopback: both sides in this process, on one device, through the real NIC."
+    after_help = examples::TOP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -34,22 +38,31 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List every device and port with the capabilities a benchmark cares about.
+    #[command(after_help = examples::DEVICES)]
     Devices(DevicesArgs),
     /// Passive side for two-host runs: serves clients until killed.
+    #[command(after_help = examples::SERVE)]
     Serve(ServeArgs),
     /// RDMA READ completion latency.
+    #[command(after_help = examples::READ)]
     Read(TestArgs),
     /// RDMA WRITE ping-pong half-RTT (or completion latency with --completion).
+    #[command(after_help = examples::WRITE)]
     Write(TestArgs),
     /// SEND ping-pong half-RTT (or completion latency with --completion).
+    #[command(after_help = examples::SEND)]
     Send(TestArgs),
     /// HERD's ECHO: WRITE a request, the server WRITEs it back; RTT and RTT/2.
+    #[command(after_help = examples::ECHO)]
     Echo(TestArgs),
     /// Atomic (fetch-and-add or compare-and-swap) completion latency, with verification.
+    #[command(after_help = examples::ATOMIC)]
     Atomic(TestArgs),
     /// Run every series of an experiment file (bench-configs/*.toml).
+    #[command(after_help = examples::RUN)]
     Run(RunArgs),
     /// Compare result files point by point (e.g. two NIC generations).
+    #[command(after_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// Measure every pair of hosts of a cluster (start one per host with srun or mpirun).
     Fabric(FabricArgs),
@@ -58,12 +71,17 @@ pub enum Command {
     /// One self-contained HTML page of one or more profiles (or results files), side by side.
     Report(ReportArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
+    #[command(after_help = examples::COMPLETIONS)]
     Completions(CompletionsArgs),
     /// Print the JSON Schema of results files on stdout.
+    #[command(after_help = examples::SCHEMA)]
     Schema,
     /// Write the man pages into DIR (for packaging).
     #[command(hide = true)]
     Manpage(ManpageArgs),
+    /// Print the Markdown option reference (docs/reference.md) on stdout.
+    #[command(hide = true)]
+    ReferenceMd,
 }
 
 #[derive(Debug, Args)]
@@ -84,23 +102,30 @@ pub struct RunArgs {
     /// The experiment file.
     pub config: PathBuf,
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
-    #[arg(long, value_name = "HOST[:PORT]")]
+    #[arg(long, value_name = "HOST[:PORT]", help_heading = "Connection")]
     pub connect: Option<String>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Connection")]
     pub device: DeviceArgs,
     /// Directory for <experiment>-<device>-<host>-<UTC time>.json and .csv.
-    #[arg(long, default_value = "results")]
+    #[arg(long, default_value = "results", help_heading = "Results")]
     pub out: PathBuf,
     /// No tables and no progress bar.
-    #[arg(long)]
+    #[arg(long, help_heading = "Results")]
     pub quiet: bool,
-    /// Continue an interrupted run: keep FILE's points, run only the missing
-    /// ones, and write into FILE (and the CSV beside it).
-    #[arg(long, value_name = "FILE")]
+    /// Continue an interrupted run: keep FILE's points, run only the missing ones.
+    ///
+    /// The run writes into FILE (and the CSV beside it).
+    #[arg(long, value_name = "FILE", help_heading = "Results")]
     pub resume: Option<PathBuf>,
-    /// Expectations every point of every series is held to (as the
-    /// measuring commands' --expect; a series' `expect` key adds its own).
-    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    /// Expectations every point of every series is held to; repeatable.
+    ///
+    /// As the measuring commands' --expect; a series' `expect` key adds its own.
+    #[arg(
+        long,
+        value_name = "EXPR",
+        allow_hyphen_values = true,
+        help_heading = "Checks"
+    )]
     pub expect: Vec<String>,
 }
 
@@ -110,46 +135,61 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 2..)]
     pub files: Vec<PathBuf>,
     /// Also write the comparison as CSV.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub csv: Option<PathBuf>,
     /// Also write the comparison as JSON.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
     /// Also write the comparison as a Markdown table (to paste into an issue or a paper).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub markdown: Option<PathBuf>,
-    /// Compare even when the files' run conditions differ (peer mode,
-    /// iteration mode, environment, clock source).
-    #[arg(long)]
+    /// Compare even when the files' run conditions differ.
+    ///
+    /// The conditions are the peer mode, iteration mode, environment and
+    /// clock source.
+    #[arg(long, help_heading = "Judging")]
     pub force: bool,
-    /// A ratio within this many percent of 1 is "within noise" even where
-    /// its 95% interval excludes 1; beyond it, a ratio whose interval
-    /// excludes 1 is called better or worse.
+    /// A ratio within this many percent of 1 is "within noise".
+    ///
+    /// Even where its 95% interval excludes 1; beyond it, a ratio whose
+    /// interval excludes 1 is called better or worse.
     #[arg(long, value_name = "PCT", default_value_t = 5.0,
-          value_parser = percent)]
+          value_parser = percent, help_heading = "Judging")]
     pub noise: f64,
-    /// Fail (exit 3, after the files are written) when a file's ratio to the
-    /// first file's misses a limit at a matched point, e.g. ratio.p50<=1.05,
-    /// ratio.mops>=0.95 (ratio.FIELD for any --expect field); repeatable.
-    #[arg(long, value_name = "EXPR", allow_hyphen_values = true)]
+    /// Fail (exit 3) when a ratio to the first file misses a limit; repeatable.
+    ///
+    /// Checked at every matched point after the files are written, e.g.
+    /// ratio.p50<=1.05, ratio.mops>=0.95 (ratio.FIELD for any --expect field).
+    #[arg(
+        long,
+        value_name = "EXPR",
+        allow_hyphen_values = true,
+        help_heading = "Judging"
+    )]
     pub expect: Vec<String>,
 }
 
 #[derive(Debug, Args, Clone)]
 pub struct DeviceArgs {
-    /// RDMA device (default: $RDMA_BENCH_DEVICE, else the first with an active port).
+    /// RDMA device (default: $RDMA_BENCH_DEVICE, else the first active one).
+    ///
+    /// The first device with an active port, when $RDMA_BENCH_DEVICE is not set.
     #[arg(short = 'd', long, value_parser = device_name)]
     pub device: Option<String>,
     /// Port of the device (ports are numbered from 1).
     #[arg(short = 'i', long, default_value_t = 1, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u8).range(1..))]
     pub ib_port: u8,
-    /// GID index (default: an IPv4-mapped RoCE v2 GID on Ethernet, index 0 on InfiniBand).
+    /// GID index, 0-255.
+    ///
+    /// Default: an IPv4-mapped RoCE v2 GID on Ethernet, index 0 on InfiniBand.
     #[arg(short = 'x', long, allow_negative_numbers = true,
           value_parser = clap::value_parser!(u32).range(0..=255))]
     pub gid_index: Option<u32>,
-    /// CPUs for the measuring threads, e.g. 0,2-3 (default: the device's NUMA
-    /// node when sysfs names one, else any; client and server threads apart).
+    /// CPUs for the measuring threads, e.g. 0,2-3.
+    ///
+    /// Default: the device's NUMA node when sysfs names one, else any;
+    /// client and server threads apart.
     #[arg(long, value_name = "LIST", value_parser = cpu_list)]
     pub cpu: Option<std::vec::Vec<usize>>,
 }
@@ -175,242 +215,48 @@ pub struct DevicesArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Device")]
     pub device: DeviceArgs,
-    /// Address to listen on. The default, 0.0.0.0, listens on every interface.
-    #[arg(long, default_value = "0.0.0.0")]
+    /// Address to listen on; 0.0.0.0 is every interface.
+    #[arg(long, default_value = "0.0.0.0", help_heading = "Listening")]
     pub bind: String,
     /// TCP port to listen on.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT, allow_negative_numbers = true,
-          value_parser = clap::value_parser!(u16).range(1..))]
+          value_parser = clap::value_parser!(u16).range(1..), help_heading = "Listening")]
     pub port: u16,
     /// Clients served at the same time; more are refused.
-    #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        default_value_t = 16,
+        allow_negative_numbers = true,
+        help_heading = "Limits"
+    )]
     pub max_clients: usize,
     /// Seconds a client may stay silent during the handshake.
-    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
-    pub timeout: f64,
-    /// Bytes all sessions together may register (k, m, g or t suffix); a test
-    /// that would take more is refused at its handshake. Default: half the
-    /// host's memory, and at most RLIMIT_MEMLOCK without CAP_IPC_LOCK.
-    #[arg(long, value_name = "SIZE", allow_negative_numbers = true)]
-    pub max_memory: Option<String>,
-    /// Port of the rdma_cm listener a `--cm` client's session opens (default:
-    /// an ephemeral port, announced over the control channel).
-    #[arg(long, value_name = "PORT", allow_negative_numbers = true,
-          value_parser = clap::value_parser!(u16).range(1..))]
-    pub cm_port: Option<u16>,
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct TestArgs {
-    /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
-    #[arg(long, value_name = "HOST[:PORT]")]
-    pub connect: Option<String>,
-    #[command(flatten)]
-    pub device: DeviceArgs,
-    /// Payload sizes in bytes: a list (2,64,1024) or a power-of-two range (2..4096).
-    #[arg(short = 's', long, value_name = "SIZES", allow_negative_numbers = true)]
-    pub size: Option<String>,
-    /// Every power-of-two size from 2 B to 8 MiB (perftest's -a), instead of --size.
-    #[arg(short = 'a', long, conflicts_with = "size")]
-    pub all: bool,
-    /// Measured iterations per size (after warm-up; default 10000); throughput: WRs per QP.
-    #[arg(short = 'n', long, allow_negative_numbers = true)]
-    pub iters: Option<u64>,
-    /// Measure each size for this many seconds instead of --iters.
     #[arg(
-        short = 'D',
         long,
-        value_name = "SECONDS",
-        allow_negative_numbers = true
+        default_value_t = 30.0,
+        allow_negative_numbers = true,
+        help_heading = "Listening"
     )]
-    pub duration: Option<f64>,
-    /// Iterations run before measuring each size, not recorded.
-    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
-    pub warmup: u64,
-    /// Post payloads inline (WR-INLINE); refused above the QP's real max_inline.
-    #[arg(long)]
-    pub inline: bool,
-    /// Post inline each payload of at most SIZE bytes, decided per size
-    /// (perftest's -I, --inline_size): `-s 16,256 -I 64` inlines 16 B, not 256 B.
-    /// A size it would inline above the device's max_inline is refused (both numbers).
+    pub timeout: f64,
+    /// Bytes all sessions together may register (k, m, g or t suffix).
+    ///
+    /// A test that would take more is refused at its handshake. Default:
+    /// half the host's memory, and at most RLIMIT_MEMLOCK without CAP_IPC_LOCK.
     #[arg(
-        short = 'I',
-        long = "inline-size",
-        visible_alias = "inline_size",
+        long,
         value_name = "SIZE",
-        conflicts_with = "inline",
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        help_heading = "Limits"
     )]
-    pub inline_size: Option<i64>,
-    /// Accepted for perftest's -F and ignored: rdma-bench has no CPU-frequency warning to silence.
-    /// Also --CPU-freq.
-    #[arg(short = 'F', long = "cpu-freq", visible_alias = "CPU-freq")]
-    pub cpu_freq: bool,
-    /// Transport: rc, uc (write, send, echo) or ud (send); throughput takes a list (rc,uc).
-    #[arg(short = 'c', long, default_value = "rc")]
-    pub transport: String,
-    /// SEND or WRITE with immediate data.
-    #[arg(long)]
-    pub imm: bool,
-    /// Split each WR's payload over N SGEs (contiguous, near-equal pieces);
-    /// 1..=the device's max_sge, at most the size.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 1,
-        allow_negative_numbers = true
-    )]
-    pub sge: u32,
-    /// Sleep on a completion channel instead of busy polling (latency then
-    /// includes the wake-up): send ping-pong, --completion, read, atomic, and
-    /// inbound/outbound --tput issuers.
-    #[arg(short = 'e', long)]
-    pub events: bool,
-    /// Post with ibv_post_send (classic) or ibv_wr_* on an extended QP (ex).
-    #[arg(long, value_enum, value_name = "API", default_value_t = PostApi::Classic)]
-    pub post_api: PostApi,
-    /// Atomic operation.
-    #[arg(long, value_enum)]
-    pub op: Option<AtomicOp>,
-    /// write/send: time post-to-completion of a signaled WR instead of a ping-pong.
-    #[arg(long)]
-    pub completion: bool,
-    /// Write results as JSON to FILE (rewritten after every size).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write results as CSV to FILE (rewritten after every size).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write results as a Markdown table to FILE (rewritten after every size).
-    #[arg(long, value_name = "FILE")]
-    pub markdown: Option<PathBuf>,
-    /// No table and no progress bar.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Seconds to wait for the peer before giving up.
-    #[arg(long, default_value_t = 30.0, allow_negative_numbers = true)]
-    pub timeout: f64,
-    #[command(flatten)]
-    pub checks: CheckArgs,
-
-    /// Measure throughput instead of latency: inbound or outbound (echo: no value).
-    #[arg(long, value_name = "DIRECTION", num_args = 0..=1, default_missing_value = "")]
-    pub tput: Option<String>,
-    /// Throughput: one signaled WR every S (1 = all signaled); a list sweeps.
-    /// Also -Q (perftest's --cq-mod; perftest's -S is the service level, see --sl).
-    #[arg(
-        short = 'S',
-        visible_short_alias = 'Q',
-        long,
-        value_name = "S",
-        default_value = "64",
-        allow_negative_numbers = true
-    )]
-    pub signal_period: String,
-    /// Throughput: QPs per thread (and per server thread for outbound); a list sweeps.
-    #[arg(short = 'q', long, default_value = "1", allow_negative_numbers = true)]
-    pub qps: String,
-    /// Throughput: WRs chained per ibv_post_send (doorbell batching); a list sweeps
-    /// (perftest's -l, --post_list).
-    #[arg(short = 'l', long, default_value = "1", allow_negative_numbers = true)]
-    pub postlist: String,
-    /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps
-    /// (perftest's -t, --tx-depth).
-    #[arg(
-        short = 't',
-        long,
-        default_value = "128",
-        allow_negative_numbers = true
-    )]
-    pub window: String,
-    /// Throughput: accepted for perftest's --report_gbits; the table is always in Gb/s.
-    /// Also --report_gbits.
-    #[arg(long = "report-gbits", visible_alias = "report_gbits")]
-    pub report_gbits: bool,
-    /// Throughput: issuing threads; a list sweeps.
-    #[arg(long, default_value = "1", allow_negative_numbers = true)]
-    pub threads: String,
-    /// Throughput: seconds of warm-up before each point's measured window.
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        default_value_t = 0.2,
-        allow_negative_numbers = true
-    )]
-    pub warmup_time: f64,
-    /// Echo throughput: request verb.
-    #[arg(long, value_enum, default_value_t = EchoVerb::Write)]
-    pub req: EchoVerb,
-    /// Echo throughput: response verb.
-    #[arg(long, value_enum, default_value_t = EchoVerb::Send)]
-    pub resp: EchoVerb,
-    /// Traffic class of every QP's path (GRH; DSCP/ECN on RoCE), 0-255.
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub tclass: Option<i64>,
-    /// Service level of every QP's path, 0-15.
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub sl: Option<i64>,
-    /// GRH flow label of every QP's path, 0-1048575 (20 bits).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub flow_label: Option<i64>,
-    /// Path MTU: 256, 512, 1024, 2048 or 4096 (at most the port's active MTU; default: it).
-    #[arg(long, value_name = "BYTES", allow_negative_numbers = true)]
-    pub mtu: Option<i64>,
-    /// Buffers from 2 MiB huge pages (reserve them in /proc/sys/vm/nr_hugepages).
-    #[arg(long, visible_alias = "use_hugepages")]
-    pub hugepages: bool,
-    /// Throughput: one memory registration per QP instead of one per thread.
-    #[arg(long, visible_alias = "mr_per_qp")]
-    pub mr_per_qp: bool,
-    /// Throughput (write/read): each QP's WRs target slots of a remote region of SIZE bytes (k, m, g suffixes).
-    #[arg(long, value_name = "SIZE")]
-    pub region: Option<String>,
-    /// Throughput: which slot of the --region each WR targets.
-    #[arg(long, value_enum, default_value_t = Offsets::Fixed)]
-    pub offsets: Offsets,
-    /// Connect the measured QPs with rdma_cm (address and route resolution,
-    /// connect/accept) instead of exchanging GIDs and QP numbers; RC only.
-    #[arg(short = 'R', long)]
-    pub cm: bool,
-    /// Throughput: offered rate of this process's issuers in Mops, split evenly
-    /// over their threads and QPs (a token bucket per QP).
-    #[arg(long, value_name = "MOPS", allow_negative_numbers = true)]
-    pub rate: Option<f64>,
-    /// With --rate (or --under-load): the rate is per QP, not per process.
-    #[arg(long)]
-    pub rate_per_qp: bool,
-    /// With --rate (or --under-load): WRs added to a QP's bucket per refill (default: --postlist).
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub burst: Option<u32>,
-    /// Latency under background load: offered loads in Mops, percentages of
-    /// the saturated rate (measured first) or max, e.g. 10%,50%,90%,max.
-    #[arg(long, value_name = "LOADS", allow_hyphen_values = true)]
-    pub under_load: Option<String>,
-    /// Throughput with --connect: this many client processes start and stop together.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-    pub group: u32,
-    /// Throughput (--tput outbound): both sides issue at once, each to the
-    /// other's targets; records each direction's Mops and their sum.
-    #[arg(short = 'b', long)]
-    pub bidirectional: bool,
-    /// Throughput: receivers of SENDs (send sinks, the echo server with
-    /// --req send) post to one shared receive queue per side.
-    #[arg(long, visible_alias = "use-srq")]
-    pub srq: bool,
-    /// Print a line every SECONDS during each point (ops, Mops; latency: p50/p99)
-    /// and store the intervals in the record; 0.05-3600.
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    pub interval: Option<f64>,
-    /// Run one point until Ctrl-C/SIGTERM (its normal end: exit 0), reporting every
-    /// --interval (default 1 s) and rewriting the results file after each.
-    #[arg(long, visible_alias = "run_infinitely")]
-    pub forever: bool,
-    /// The options given on the command line (clap ids such as `signal_period`),
-    /// not defaults: each must apply to the run (see `inapplicable`).
-    #[arg(skip)]
-    pub given: Vec<String>,
+    pub max_memory: Option<String>,
+    /// Port of the rdma_cm listener a `--cm` client's session opens.
+    ///
+    /// Default: an ephemeral port, announced over the control channel.
+    #[arg(long, value_name = "PORT", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(u16).range(1..), help_heading = "Listening")]
+    pub cm_port: Option<u16>,
 }
 
 /// `-d`: a device name as the kernel spells them (at most 64 printable

@@ -47,6 +47,7 @@ fn main() {
         (Command::Report(a), _) => cmd::report::run(a),
         (Command::Completions(a), _) => cmd::completions::completions(a.shell),
         (Command::Manpage(a), _) => cmd::completions::manpages(&a.dir),
+        (Command::ReferenceMd, _) => cmd::completions::reference_md(),
         (Command::Schema, _) => cmd::schema::run(),
         (_, None) => unreachable!("every measuring subcommand names its verb"),
     };

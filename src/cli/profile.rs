@@ -9,38 +9,41 @@ use super::DeviceArgs;
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   rdma-bench profile --budget 3m --out prof-cx6
-  rdma-bench profile --connect host2 --budget 10m --out prof-pair
-  rdma-bench profile --out prof-cx6 --resume          # after an interrupted run
+  rdma-bench profile --connect host2 --out prof-pair --resume    # after an interrupted run
   cp bench-configs/profile.toml my.toml && rdma-bench profile --set my.toml --budget 5m")]
 pub struct ProfileArgs {
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
-    #[arg(long, value_name = "HOST[:PORT]")]
+    #[arg(long, value_name = "HOST[:PORT]", help_heading = "Connection")]
     pub connect: Option<String>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Connection")]
     pub device: DeviceArgs,
-    /// How long the whole profile may take, e.g. 3m, 90s, 1h (default 10m):
-    /// split evenly over its figures, then over each figure's points, each
+    /// How long the whole profile may take, e.g. 3m, 90s, 1h (default 10m).
+    ///
+    /// Split evenly over its figures, then over each figure's points, each
     /// point's window sized to its share.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", help_heading = "Budget and set")]
     pub budget: Option<String>,
-    /// The series to measure, an experiment file (default: the built-in set,
-    /// bench-configs/profile.toml).
-    #[arg(long, value_name = "FILE")]
+    /// The series to measure, an experiment file.
+    ///
+    /// Default: the built-in set, bench-configs/profile.toml.
+    #[arg(long, value_name = "FILE", help_heading = "Budget and set")]
     pub set: Option<PathBuf>,
-    /// Directory the plan (profile-plan.toml, profile-plan.json) and the
-    /// results files go into.
-    #[arg(long, default_value = "profile")]
+    /// Directory the plan and the results files go into.
+    ///
+    /// The plan is profile-plan.toml and profile-plan.json.
+    #[arg(long, default_value = "profile", help_heading = "Results")]
     pub out: PathBuf,
-    /// Continue the profile in --out where it stopped: its written plan runs
-    /// again and the points already in its results file are kept, never
-    /// measured again.
-    #[arg(long)]
+    /// Continue the profile in --out where it stopped.
+    ///
+    /// Its written plan runs again and the points already in its results
+    /// file are kept, never measured again.
+    #[arg(long, help_heading = "Results")]
     pub resume: bool,
     /// Print and write the plan, measure nothing.
-    #[arg(long)]
+    #[arg(long, help_heading = "Results")]
     pub dry_run: bool,
     /// No tables and no progress bar.
-    #[arg(long)]
+    #[arg(long, help_heading = "Results")]
     pub quiet: bool,
 }
 
@@ -50,33 +53,40 @@ pub struct ProfileArgs {
   rdma-bench report prof-cx5 prof-cx6 -o cx5-vs-cx6.html     # B/A per headline
   rdma-bench report results/herd-fig3-inbound-*.json -o fig3.html")]
 pub struct ReportArgs {
-    /// Profiles: each a directory (every results file in it) or one results
-    /// file. With several, the first is the baseline every ratio divides by.
+    /// Profiles: each a directory (every results file in it) or one results file.
+    ///
+    /// With several, the first is the baseline every ratio divides by.
     #[arg(required = true, value_name = "DIR|FILE")]
     pub inputs: Vec<PathBuf>,
     /// The HTML page to write (one self-contained file).
-    #[arg(short = 'o', long, value_name = "FILE")]
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = "Output")]
     pub output: PathBuf,
     /// Name each profile (once per input, in order; default: device @ host, date).
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", help_heading = "Output")]
     pub label: Vec<String>,
     /// Report even when the profiles' run conditions differ.
-    #[arg(long)]
+    #[arg(long, help_heading = "Judging")]
     pub force: bool,
-    /// A ratio within this many percent of 1 is called "within noise" even
-    /// where its interval excludes 1.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = super::percent)]
+    /// A ratio within this many percent of 1 is called "within noise".
+    ///
+    /// Even where its interval excludes 1.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = super::percent, help_heading = "Judging")]
     pub noise: f64,
-    /// A step of a swept knob losing more than this many percent of
-    /// throughput (or adding as much latency) is reported as a cliff.
-    #[arg(long, value_name = "PCT", default_value_t = 25.0, value_parser = super::percent)]
+    /// A step losing more than this many percent is reported as a cliff.
+    ///
+    /// A step of a swept knob that loses this many percent of throughput
+    /// (or adds as much latency).
+    #[arg(long, value_name = "PCT", default_value_t = 25.0, value_parser = super::percent, help_heading = "Judging")]
     pub cliff: f64,
-    /// A point whose 95% interval is wider than ± this many percent of its
-    /// value is reported as too wide to trust.
-    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = super::percent)]
+    /// A point whose 95% interval is wider than ± PCT of its value is too wide to trust.
+    ///
+    /// It is reported as such.
+    #[arg(long, value_name = "PCT", default_value_t = 10.0, value_parser = super::percent, help_heading = "Judging")]
     pub spread: f64,
-    /// Directory of the plotting scripts (default: $RDMA_BENCH_SCRIPTS, the
-    /// source tree's scripts/ beside the binary, or /usr/share/rdma-bench/scripts).
-    #[arg(long, value_name = "DIR")]
+    /// Directory of the plotting scripts.
+    ///
+    /// Default: $RDMA_BENCH_SCRIPTS, the source tree's scripts/ beside the
+    /// binary, or /usr/share/rdma-bench/scripts.
+    #[arg(long, value_name = "DIR", help_heading = "Drawing")]
     pub scripts: Option<PathBuf>,
 }
