@@ -1,7 +1,7 @@
 //! What a results file holds: a self-describing document (tool, command line,
 //! host, device, what the numbers mean) and one record per measured point
 //! (`results/latency.rs`, `results/throughput.rs`).
-//! The schema is documented in README.md; bump `SCHEMA_VERSION` on any change
+//! The schema is documented in docs/results.md; bump `SCHEMA_VERSION` on any change
 //! that is not a pure addition.
 
 use schemars::JsonSchema;

@@ -17,7 +17,7 @@ pub struct CheckArgs {
     ///
     /// The run fails after every file is written. A limit is on a recorded
     /// field, e.g. p99<=20us, mops>=12, gbps>=90, verify_failures==0 (see
-    /// "Expectations" in the README).
+    /// "Expectations" in docs/errors.md).
     #[arg(long, value_name = "EXPR", allow_hyphen_values = true, help_heading = CHECKS)]
     pub expect: Vec<String>,
     /// Check every payload where it lands (exit 1 on a corrupt one).
