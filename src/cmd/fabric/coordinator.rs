@@ -344,9 +344,15 @@ fn drive(doc: &mut FabricDoc, links: &mut [Link], first: usize, budget: Duration
                         blame = links[to_rank]
                             .failed
                             .as_ref()
-                            .map(|_| links[to_rank].host.clone());
+                            .map(|why| (links[to_rank].host.clone(), why.clone()));
                     }
-                    let error = m.error.clone();
+                    // The measuring side names its peer by address; when the
+                    // peer's rank is gone, say so by host name too.
+                    let error = match (&m.error, &blame) {
+                        (Some(e), Some((host, why))) => Some(format!("{e}; {host} failed: {why}")),
+                        (e, _) => e.clone(),
+                    };
+                    let blame = blame.map(|(host, _)| host);
                     finish(
                         doc,
                         links,
