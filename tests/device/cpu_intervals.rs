@@ -84,7 +84,7 @@ fn every_record_has_plausible_cpu_util() {
     // Against serve: the peer measured its own CPU over the point and sent it.
     let _server = start_server(18651);
     let target = format!("{}:18651", ipv4());
-    let (doc, _) = latency("cpu_remote", &["write", "--connect", &target, "-n", "2000"]);
+    let (doc, _) = latency("cpu_remote", &["write", "--connect", &target, "-D", "0.5"]);
     let c = doc.latency().next().unwrap().cpu_util.clone().unwrap();
     assert_busy(&c, "write ping-pong, client");
     // The server answers a ping-pong by polling memory: busy too.
