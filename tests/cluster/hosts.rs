@@ -395,7 +395,15 @@ impl Serve {
 impl Drop for Serve {
     fn drop(&mut self) {
         if self.running() {
-            let _ = self.peer.kill(&self.job, 30);
+            // Never panic here: a panic while a failed test unwinds aborts
+            // the whole test binary, and the tests after it never run.
+            write_whole(&self.peer.job(&self.job, "kill"), "TERM\n");
+            if await_whole(&self.peer.job(&self.job, "rc"), 30).is_none() {
+                eprintln!(
+                    "job {} on {} still running 30 s after TERM",
+                    self.job, self.peer.name
+                );
+            }
         }
     }
 }
