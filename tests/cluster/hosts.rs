@@ -212,8 +212,13 @@ impl Peer {
 
     /// Signals job `job` (TERM) and waits up to `secs` for it.
     pub fn kill(&self, job: &str, secs: u64) -> Output {
-        write_whole(&self.job(job, "kill"), "TERM\n");
+        self.ask_to_stop(job);
         self.wait(job, secs)
+    }
+
+    /// Asks the agent to send `job` SIGTERM; does not wait.
+    fn ask_to_stop(&self, job: &str) {
+        write_whole(&self.job(job, "kill"), "TERM\n");
     }
 
     /// Runs a shell command on this peer; a failure fails the test.
@@ -397,7 +402,7 @@ impl Drop for Serve {
         if self.running() {
             // Never panic here: a panic while a failed test unwinds aborts
             // the whole test binary, and the tests after it never run.
-            write_whole(&self.peer.job(&self.job, "kill"), "TERM\n");
+            self.peer.ask_to_stop(&self.job);
             if await_whole(&self.peer.job(&self.job, "rc"), 30).is_none() {
                 eprintln!(
                     "job {} on {} still running 30 s after TERM",
