@@ -8,4 +8,5 @@
 pub mod figures;
 pub mod findings;
 pub mod headlines;
+pub mod passes;
 pub mod uncertainty;

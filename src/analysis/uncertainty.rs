@@ -10,7 +10,14 @@
 //! values' intervals hold theirs (at least 90% of the time). A ratio is
 //! called better or worse only where that interval excludes 1 and the ratio
 //! is beyond the noise threshold (as criterion.rs does); a value without an
-//! interval is not judged.
+//! interval is not judged. Where A's interval reaches down to 0, B/A is
+//! unbounded above (its interval's upper end is +inf) and is judged on its
+//! lower end alone.
+//!
+//! A point measured in passes (`analysis::passes`) gets the hull of the t
+//! interval over its passes' values (what drifts between moments of a run)
+//! and of its passes' own intervals pooled (each bound the mean of theirs),
+//! so it is never narrower than the noise within one pass.
 
 use serde::Serialize;
 
@@ -88,8 +95,16 @@ fn t95(df: usize) -> f64 {
 /// mean's t interval, shifted to `center`). `None` with fewer than
 /// `MIN_INTERVALS` values.
 pub fn repeated_interval(values: &[f64], center: f64) -> Option<Interval> {
+    if values.len() < MIN_INTERVALS {
+        return None;
+    }
+    t_interval(values, center)
+}
+
+/// The mean's t interval of two or more values, shifted to `center`.
+fn t_interval(values: &[f64], center: f64) -> Option<Interval> {
     let k = values.len();
-    if k < MIN_INTERVALS {
+    if k < 2 {
         return None;
     }
     let mean = values.iter().sum::<f64>() / k as f64;
@@ -115,6 +130,13 @@ pub fn how(figure: &str) -> Option<&'static str> {
 /// A throughput point's last interval is left out when the window's end cut
 /// it to under half the others' length.
 pub fn of_record(r: &Record, figure: &str) -> Option<Interval> {
+    let passes = match r {
+        Record::Latency(l) => &l.passes,
+        Record::Throughput(t) => &t.passes,
+    };
+    if !passes.is_empty() {
+        return of_passes(r, passes, figure);
+    }
     match r {
         Record::Latency(l) => {
             let q = match figure {
@@ -171,6 +193,40 @@ pub fn of_record(r: &Record, figure: &str) -> Option<Interval> {
     }
 }
 
+/// The value of a figure `of_record` makes intervals for.
+fn value_of(r: &Record, figure: &str) -> Option<f64> {
+    match (r, figure) {
+        (Record::Latency(l), "p50_ns") => Some(l.stats.p50_ns),
+        (Record::Latency(l), "p90_ns") => Some(l.stats.p90_ns),
+        (Record::Latency(l), "p99_ns") => Some(l.stats.p99_ns),
+        (Record::Latency(l), "p999_ns") => Some(l.stats.p999_ns),
+        (Record::Throughput(t), "mops") => Some(t.mops),
+        (Record::Throughput(t), "gbps") => Some(t.gbps),
+        _ => None,
+    }
+}
+
+/// A folded point's interval: the hull of the t interval over its passes'
+/// values (around the folded value, their mean) and of the passes' own
+/// intervals pooled, each bound the mean of the passes' bounds.
+fn of_passes(folded: &Record, passes: &[Record], figure: &str) -> Option<Interval> {
+    let center = value_of(folded, figure)?;
+    let values: Vec<f64> = passes.iter().filter_map(|p| value_of(p, figure)).collect();
+    let between = t_interval(&values, center);
+    let own: Vec<Interval> = passes.iter().filter_map(|p| of_record(p, figure)).collect();
+    let within = (!own.is_empty()).then(|| Interval {
+        lo: own.iter().map(|i| i.lo).sum::<f64>() / own.len() as f64,
+        hi: own.iter().map(|i| i.hi).sum::<f64>() / own.len() as f64,
+    });
+    match (between, within) {
+        (Some(a), Some(b)) => Some(Interval {
+            lo: a.lo.min(b.lo),
+            hi: a.hi.max(b.hi),
+        }),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Whether a smaller value of the figure is the better one.
 pub fn lower_is_better(figure: &str) -> bool {
     figure.ends_with("_ns") || figure.contains("cpu")
@@ -222,9 +278,15 @@ pub fn judge_ratio(
     }
     let ratio = b.0 / a.0;
     let interval = match (a.1, b.1) {
-        (Some(ia), Some(ib)) if ia.lo > 0.0 => Some(Interval {
+        // A's interval reaching 0 (a t interval clamped there) leaves B/A
+        // unbounded above, which is what it says, rather than unjudged.
+        (Some(ia), Some(ib)) if ia.hi > 0.0 => Some(Interval {
             lo: ib.lo / ia.hi,
-            hi: ib.hi / ia.lo,
+            hi: if ia.lo > 0.0 {
+                ib.hi / ia.lo
+            } else {
+                f64::INFINITY
+            },
         }),
         _ => None,
     };
@@ -339,5 +401,63 @@ mod tests {
         assert_eq!(r.ratio, 2.0);
         assert_eq!(r.interval, iv(1.5, 22.0 / 8.0));
         assert!(judge_ratio("mops", (0.0, None), (1.0, None), 0.05).is_none());
+        // A's interval down to 0: B/A has no upper end, and is judged.
+        let r = judge_ratio("mops", (1.0, iv(0.0, 2.0)), (1.5, iv(1.0, 2.0)), 0.05).unwrap();
+        assert_eq!(r.interval, iv(0.5, f64::INFINITY));
+        assert_eq!(r.change, Change::NoDifference);
+        let r = judge_ratio("mops", (1.0, iv(0.0, 2.0)), (5.0, iv(4.0, 6.0)), 0.05).unwrap();
+        assert_eq!(r.change, Change::Better);
+    }
+
+    fn pass(i: u32, mops: f64, intervals: &[f64]) -> Record {
+        let mut t = crate::results::TputRecord::example();
+        t.series = Some(super::super::passes::label("W", i, 3));
+        t.mops = mops;
+        t.live.intervals = intervals
+            .iter()
+            .map(|&m| crate::report::IntervalFigure {
+                mops: m,
+                elapsed_s: 0.1,
+                ..Default::default()
+            })
+            .collect();
+        Record::Throughput(t)
+    }
+
+    #[test]
+    fn a_folded_points_interval_is_the_t_interval_over_its_passes() {
+        // Passes without intervals of their own: the t interval of 9, 10, 11.
+        let folded = super::super::passes::fold(vec![
+            pass(1, 9.0, &[]),
+            pass(2, 10.0, &[]),
+            pass(3, 11.0, &[]),
+        ]);
+        let i = of_record(&folded[0], "mops").unwrap();
+        let half = 4.303 / 3f64.sqrt();
+        assert!(
+            (i.lo - (10.0 - half)).abs() < 1e-9 && (i.hi - (10.0 + half)).abs() < 1e-9,
+            "{i:?}"
+        );
+    }
+
+    #[test]
+    fn a_pass_with_a_wide_interval_widens_the_hull() {
+        // Three alike passes: the t interval is nothing, so the passes' own
+        // intervals, pooled, are the point's.
+        let tight = super::super::passes::fold(vec![
+            pass(1, 10.0, &[9.9, 10.0, 10.1]),
+            pass(2, 10.0, &[9.9, 10.0, 10.1]),
+            pass(3, 10.0, &[9.9, 10.0, 10.1]),
+        ]);
+        let wide = super::super::passes::fold(vec![
+            pass(1, 10.0, &[9.9, 10.0, 10.1]),
+            pass(2, 10.0, &[9.9, 10.0, 10.1]),
+            pass(3, 10.0, &[5.0, 10.0, 15.0]),
+        ]);
+        let t = of_record(&tight[0], "mops").unwrap();
+        let w = of_record(&wide[0], "mops").unwrap();
+        let own = of_record(&pass(1, 10.0, &[9.9, 10.0, 10.1]), "mops").unwrap();
+        assert!((t.lo - own.lo).abs() < 1e-9 && (t.hi - own.hi).abs() < 1e-9);
+        assert!(w.lo < t.lo - 1.0 && w.hi > t.hi + 1.0, "{w:?} vs {t:?}");
     }
 }

@@ -8,9 +8,9 @@ use super::DeviceArgs;
 
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  rdma-bench profile --budget 3m --out prof-cx6
+  rdma-bench profile --budget 10m --out prof-cx6
   rdma-bench profile --connect host2 --out prof-pair --resume    # after an interrupted run
-  cp bench-configs/profile.toml my.toml && rdma-bench profile --set my.toml --budget 5m")]
+  cp bench-configs/profile.toml my.toml && rdma-bench profile --set my.toml --budget 15m")]
 pub struct ProfileArgs {
     /// Run against `rdma-bench serve` on HOST[:PORT] instead of in loopback.
     #[arg(long, value_name = "HOST[:PORT]", help_heading = "Connection")]
@@ -19,8 +19,10 @@ pub struct ProfileArgs {
     pub device: DeviceArgs,
     /// How long the whole profile may take, e.g. 3m, 90s, 1h (default 10m).
     ///
-    /// Split evenly over its figures, then over each figure's points, each
-    /// point's window sized to its share.
+    /// Split evenly over its figures, then over each figure's points and
+    /// their passes (the set's `passes`, default 3), each pass's window
+    /// sized to its share; a budget too short is refused with what the set
+    /// needs.
     #[arg(long, value_name = "DURATION", help_heading = "Budget and set")]
     pub budget: Option<String>,
     /// The series to measure, an experiment file.

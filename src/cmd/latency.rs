@@ -74,6 +74,7 @@ pub fn record(spec: &LatencySpec, p: &PointOutcome<'_>) -> LatencyRecord {
     let scale = if ping { 0.5 } else { 1.0 };
     let rtt = ping.then(|| p.samples.summary(1.0));
     LatencyRecord {
+        passes: Vec::new(),
         verb: spec.verb.name().to_string(),
         metric: spec.mode.metric().to_string(),
         transport: spec.transport.name().to_string(),

@@ -223,6 +223,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
     });
     let echo = spec.direction == Direction::Echo;
     TputRecord {
+        passes: Vec::new(),
         verb: spec.verb.name().to_string(),
         direction: spec.direction.name().to_string(),
         transport: p.transport.name().to_string(),

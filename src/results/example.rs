@@ -11,6 +11,7 @@ impl LatencyRecord {
     #[doc(hidden)]
     pub fn example() -> Self {
         LatencyRecord {
+            passes: Vec::new(),
             series: None,
             verb: "write".into(),
             metric: "half_rtt".into(),
@@ -54,6 +55,7 @@ impl TputRecord {
     #[doc(hidden)]
     pub fn example() -> Self {
         TputRecord {
+            passes: Vec::new(),
             series: None,
             verb: "write".into(),
             direction: "inbound".into(),

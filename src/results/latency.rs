@@ -105,6 +105,12 @@ pub struct LatencyRecord {
     pub saturated_mops: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<BackgroundLoad>,
+    /// Never in a file: where `analysis::passes` folded a point's passes
+    /// into this record, the pass records it was made from (their spread
+    /// is part of its interval); empty for a record as measured.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub passes: Vec<super::Record>,
 }
 
 /// The background load of a latency-under-load point (`--under-load`):

@@ -147,6 +147,12 @@ pub struct TputRecord {
     /// `--burst`: WRs per token refill; absent: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<u32>,
+    /// Never in a file: where `analysis::passes` folded a point's passes
+    /// into this record, the pass records it was made from (their spread
+    /// is part of its interval); empty for a record as measured.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub passes: Vec<super::Record>,
 }
 
 /// One direction of a bidirectional point: what one side issued towards the

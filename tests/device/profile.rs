@@ -1,9 +1,10 @@
 //! Issue 26, `profile`: a small set under a budget prints and writes its
 //! plan, every point runs with the window the plan gave it, a profile
 //! interrupted by SIGINT resumes where it stopped without measuring a
-//! finished point again, and two profiles of the same device compared
-//! point by point get a verdict each, a change called only where the two
-//! values' intervals are apart (how many were alike is printed).
+//! finished pass again, and two profiles of the same device compared
+//! point by point (each point's three passes folded into one) get a
+//! verdict each, a change called only where the two values' intervals are
+//! apart, and most points come out alike (how many is printed).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -39,7 +40,14 @@ signal_period = "1,16"
 "#;
 
 const POINTS: usize = 6;
+/// The default `passes`: each point measured three times, interleaved.
+const PASSES: usize = 3;
 const BUDGET: &str = "15s";
+
+/// A pass series' label without its `[pass i/K]`.
+fn base(label: &str) -> &str {
+    label.rsplit_once(" [pass ").map_or(label, |(b, _)| b)
+}
 
 fn results_in(dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(dir)
@@ -133,7 +141,9 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
     );
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(
-        stdout.contains("# profile plan: 3 series, 6 points, budget 15 s"),
+        stdout.contains(
+            "# profile plan: 3 series, 6 points, 3 passes of each (interleaved), budget 15 s"
+        ),
         "{stdout}"
     );
     for figure in [
@@ -149,7 +159,7 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
     );
     let before = records(&a);
     assert!(
-        (2..POINTS).contains(&before.len()),
+        (2..POINTS * PASSES).contains(&before.len()),
         "{} points before the signal",
         before.len()
     );
@@ -157,7 +167,11 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
     // Resumed: the saved points are kept as they were, the rest measured once.
     finish(profile(&set, &a, &["--resume"]));
     let after = records(&a);
-    assert_eq!(after.len(), POINTS, "every point once");
+    assert_eq!(
+        after.len(),
+        POINTS * PASSES,
+        "every pass of every point once"
+    );
     assert_eq!(
         after[..before.len()],
         before[..],
@@ -167,7 +181,14 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
         .iter()
         .map(|r| format!("{} {} {}", r["series"], r["size"], r["signal_period"]))
         .collect();
-    assert_eq!(ids.len(), POINTS, "no point twice: {ids:?}");
+    assert_eq!(ids.len(), POINTS * PASSES, "no pass twice: {ids:?}");
+    // Interleaved: every pass 1 before any pass 2, every pass 2 before any 3.
+    let pass_of = |r: &serde_json::Value| {
+        let s = r["series"].as_str().unwrap();
+        s[s.len() - 4..s.len() - 3].parse::<usize>().unwrap()
+    };
+    let order: Vec<usize> = after.iter().map(pass_of).collect();
+    assert!(order.windows(2).all(|w| w[0] <= w[1]), "{order:?}");
 
     // Every point ran with the plan's window, and could carry an interval.
     let plan = read_json(&a.join("profile-plan.json"));
@@ -186,7 +207,7 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
     for (series, w) in windows(&after) {
         let p = planned
             .iter()
-            .find(|(l, _)| *l == series)
+            .find(|(l, _)| l == base(&series))
             .expect("series in the plan")
             .1;
         assert!(
@@ -220,19 +241,40 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
     assert!(out.status.success(), "{stdout}{stderr}");
     let cmp = read_json(&cmp_json);
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    let mut rows = 0;
     for row in cmp["rows"].as_array().unwrap() {
         if row["figure"] != "p50_ns" && row["figure"] != "mops" {
             continue;
         }
+        rows += 1;
+        let j = &row["judged"][1];
+        eprintln!(
+            "  {} {}: B/A {:.3} in [{}, {}]: {}",
+            row["point"],
+            row["figure"],
+            j["ratio"],
+            j["interval"]["lo"],
+            j["interval"]["hi"],
+            j["change"]
+        );
         let change = row["judged"][1]["change"]
             .as_str()
             .unwrap_or("none")
             .to_string();
         *counts.entry(change).or_default() += 1;
     }
-    eprintln!("same profile twice, {POINTS} points: {counts:?}");
-    let judged: usize = counts.values().sum();
-    assert_eq!(judged, POINTS, "every point has a verdict: {counts:?}");
+    eprintln!("same profile twice, {POINTS} points of {PASSES} passes: {counts:?}");
+    assert_eq!(rows, POINTS, "one row per point, its passes folded");
+    let verdicts: usize = counts.values().sum();
+    assert_eq!(verdicts, POINTS, "every point has a verdict: {counts:?}");
+    // Issue 26: two runs of one profile on one device agree on most points.
+    let judged = POINTS - counts.get("not_judged").copied().unwrap_or(0);
+    let alike = counts.get("no_difference").copied().unwrap_or(0);
+    eprintln!("no significant difference: {alike} of {judged} judged points");
+    assert!(
+        judged > 0 && 2 * alike > judged,
+        "most judged points alike: {counts:?}"
+    );
     // Every call of a change is one the intervals support: B/A's interval
     // excludes 1 (recomputed here from the two values' intervals) and the
     // ratio is beyond the 5% noise threshold.

@@ -98,6 +98,9 @@ struct ExperimentFile {
     /// load must share a CPU with what it disturbs.
     #[serde(default)]
     cpu: Option<Spanned<String>>,
+    /// `profile`: how many times each point is measured (see `PASSES`).
+    #[serde(default)]
+    passes: Option<Spanned<i64>>,
     #[serde(default)]
     defaults: Option<Table>,
     series: Vec<Spanned<Table>>,
@@ -146,8 +149,15 @@ pub struct Experiment {
     /// Where `cpu` was given, "FILE:LINE: key 'cpu'", for refusals made
     /// once the allowed CPUs are known.
     pub cpu_where: String,
+    /// `passes = K`: `profile` measures each point K times, interleaved
+    /// over the run, so its intervals see drift between moments of a run.
+    /// `run` measures each series once whatever it says.
+    pub passes: Option<u32>,
     pub series: Vec<Series>,
 }
+
+/// The range `passes` takes.
+pub const PASSES: std::ops::RangeInclusive<u32> = 1..=5;
 
 impl Experiment {
     pub fn points(&self) -> usize {
@@ -253,6 +263,23 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
                 .map_err(|e| cx.err(c.span().start, format!("key 'cpu': {e}")))?,
         ),
     };
+    let passes = match &raw.passes {
+        None => None,
+        Some(k) => match u32::try_from(*k.get_ref()) {
+            Ok(v) if PASSES.contains(&v) => Some(v),
+            _ => {
+                return Err(cx.err(
+                    k.span().start,
+                    format!(
+                        "key 'passes': {} is outside {} to {}",
+                        k.get_ref(),
+                        PASSES.start(),
+                        PASSES.end()
+                    ),
+                ))
+            }
+        },
+    };
     let defaults = raw.defaults.unwrap_or_default();
     check_keys(&cx, &defaults, true)?;
     if let Some(extra) = raw.series.get(MAX_SERIES) {
@@ -315,6 +342,7 @@ pub fn parse_in(file: &str, text: &str, run: &RunContext) -> Result<Experiment> 
         launcher,
         cpu,
         cpu_where,
+        passes,
         series,
     })
 }

@@ -28,6 +28,9 @@ pub struct SeriesShape {
     /// Measured points; an under-load series also measures its
     /// background's saturated rate once (counted as a point here).
     pub points: usize,
+    /// How many times each point is measured (`passes`): every pass is set
+    /// up and measured on its own, so the budget counts points × passes.
+    pub passes: usize,
     pub throughput: bool,
     /// Whether its points take `--interval` (all but under-load probes).
     pub intervals: bool,
@@ -35,15 +38,24 @@ pub struct SeriesShape {
     pub qps: u64,
 }
 
+impl SeriesShape {
+    /// Points measured, every pass counted.
+    pub fn measured(&self) -> usize {
+        self.points * self.passes
+    }
+}
+
 /// What the budget gives one series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeriesWindow {
+    /// One pass's window.
     pub window_s: f64,
     /// Throughput: the warm-up before the window.
     pub warmup_s: Option<f64>,
     /// The `--interval`s the window is cut into (what a point's interval
     /// estimate is made from).
     pub interval_s: Option<f64>,
+    /// Every pass of every point, setup included.
     pub estimate_s: f64,
 }
 
@@ -84,7 +96,7 @@ pub fn parse_duration(s: &str) -> Result<f64, String> {
 }
 
 fn setup_s(s: &SeriesShape) -> f64 {
-    SETUP_S * s.points as f64 + SETUP_PER_QP_S * s.qps as f64
+    (SETUP_S * s.points as f64 + SETUP_PER_QP_S * s.qps as f64) * s.passes as f64
 }
 
 /// The time a point's window stands for, warm-up included.
@@ -97,7 +109,9 @@ fn per_window(s: &SeriesShape) -> f64 {
 }
 
 /// Each series' window (in the set's order), or, where the budget cannot
-/// give every point `MIN_WINDOW_S`, the budget the set needs.
+/// give every pass of every point `MIN_WINDOW_S`, the budget the set needs.
+/// A pass's window is what the point's would be with one pass, split K
+/// ways after the K setups are paid.
 pub fn split(budget_s: f64, set: &[SeriesShape]) -> Result<Vec<SeriesWindow>, f64> {
     let mut figures: Vec<Figure> = Vec::new();
     for s in set {
@@ -111,7 +125,10 @@ pub fn split(budget_s: f64, set: &[SeriesShape]) -> Result<Vec<SeriesWindow>, f6
     for f in &figures {
         let mine: Vec<&SeriesShape> = set.iter().filter(|s| s.figure == *f).collect();
         let setup: f64 = mine.iter().map(|s| setup_s(s)).sum();
-        let windows: f64 = mine.iter().map(|s| s.points as f64 * per_window(s)).sum();
+        let windows: f64 = mine
+            .iter()
+            .map(|s| s.measured() as f64 * per_window(s))
+            .sum();
         need = need.max(setup + windows * MIN_WINDOW_S);
         window_of.push((*f, (share - setup) / windows.max(1.0)));
     }
@@ -135,7 +152,7 @@ pub fn split(budget_s: f64, set: &[SeriesShape]) -> Result<Vec<SeriesWindow>, f6
                 window_s: w,
                 warmup_s,
                 interval_s,
-                estimate_s: setup_s(s) + s.points as f64 * w * per_window(s),
+                estimate_s: setup_s(s) + s.measured() as f64 * w * per_window(s),
             }
         })
         .collect())
@@ -151,6 +168,7 @@ mod tests {
             label: "s".into(),
             figure,
             points,
+            passes: 1,
             throughput,
             intervals: true,
             qps: points as u64 * 4,
@@ -196,5 +214,25 @@ mod tests {
         // 100 latency points: 100 * (0.5 + 0.2) + 400 QPs * 0.004, twice (two figures).
         assert!((need - 2.0 * (70.0 + 1.6)).abs() < 1e-9, "{need}");
         assert!(split(need + 1.0, &set).is_ok());
+    }
+
+    #[test]
+    fn passes_split_a_points_window_and_pay_their_setups() {
+        let one = [shape(Figure::Latency, 4, false)];
+        let mut three = one.clone();
+        three[0].passes = 3;
+        let w1 = split(60.0, &one).unwrap()[0].clone();
+        let w3 = split(60.0, &three).unwrap()[0].clone();
+        // 4 points: 60 - 4 * (0.5 + 0.016) over 4 windows, then 3 times the
+        // setups over 12.
+        assert!((w1.window_s - (60.0 - 4.0 * 0.516) / 4.0).abs() < 1e-9);
+        assert!((w3.window_s - (60.0 - 12.0 * 0.516) / 12.0).abs() < 1e-9);
+        assert!((w3.estimate_s - 60.0).abs() < 1e-9);
+        // The shortest budget grows with the passes, and says so.
+        let need = split(1.0, &three).unwrap_err();
+        assert!(
+            (need - 12.0 * (0.516 + MIN_WINDOW_S)).abs() < 1e-9,
+            "{need}"
+        );
     }
 }

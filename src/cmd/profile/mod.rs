@@ -26,6 +26,8 @@ use budget::{SeriesShape, SeriesWindow};
 /// The built-in set.
 pub const DEFAULT_SET: &str = include_str!("../../../bench-configs/profile.toml");
 pub const DEFAULT_BUDGET: &str = "10m";
+/// Passes of each point when the set does not say (`passes = K`).
+pub const DEFAULT_PASSES: u32 = 3;
 pub const PLAN_TOML: &str = "profile-plan.toml";
 
 pub fn run(args: &ProfileArgs) -> Result<()> {
@@ -57,17 +59,18 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             ),
         };
         let set = experiment::parse_in(&set_name, &set_text, &context)?;
-        let shapes = shapes(&set)?;
+        let passes = set.passes.unwrap_or(DEFAULT_PASSES);
+        let shapes = shapes(&set, passes)?;
         let windows = budget::split(budget_s, &shapes).map_err(|need| {
             Error::usage(format!(
-                "--budget {budget_text}: too short for {set_name}'s {} points, which need at least {} ({} s per point at the least, plus about {} s to set each up)",
+                "--budget {budget_text}: too short for {set_name}'s {} points × {passes} passes, which need at least {} ({} s per pass at the least, plus about {} s to set each up)",
                 set.points(),
                 minutes(need.ceil()),
                 budget::MIN_WINDOW_S,
                 budget::SETUP_S
             ))
         })?;
-        let text = planned_set(&set_name, &set_text, &set, &windows, budget_text)?;
+        let text = planned_set(&set_name, &set_text, &set, &windows, budget_text, passes)?;
         // The written plan is checked as the run will read it.
         experiment::parse_in(&plan_toml.display().to_string(), &text, &context)?;
         crate::output_target::check_out_dir("--out", &args.out)?;
@@ -79,12 +82,12 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         }
         std::fs::create_dir_all(&args.out)
             .map_err(|e| Error::usage(format!("--out {}: {e}", args.out.display())))?;
-        let summary = plan_json(budget_s, &set_name, &shapes, &windows);
+        let summary = plan_json(budget_s, &set_name, &shapes, &windows, passes);
         crate::export::write_atomically(&plan_toml, text.as_bytes())?;
         let mut bytes = serde_json::to_vec_pretty(&summary).expect("plans serialise");
         bytes.push(b'\n');
         crate::export::write_atomically(&args.out.join(PLAN_JSON), &bytes)?;
-        print_plan(&shapes, &windows, budget_s)?;
+        print_plan(&shapes, &windows, budget_s, passes)?;
         text
     };
     if args.dry_run {
@@ -130,8 +133,9 @@ fn minutes(s: f64) -> String {
     }
 }
 
-/// What the budget needs to know of each series.
-fn shapes(set: &Experiment) -> Result<Vec<SeriesShape>> {
+/// What the budget needs to know of each series, each point measured
+/// `passes` times.
+fn shapes(set: &Experiment, passes: u32) -> Result<Vec<SeriesShape>> {
     set.series
         .iter()
         .map(|s| {
@@ -144,6 +148,7 @@ fn shapes(set: &Experiment) -> Result<Vec<SeriesShape>> {
                 label: s.label.clone(),
                 figure,
                 points: s.plan.points() + usize::from(extra),
+                passes: passes as usize,
                 throughput: matches!(s.plan, Plan::Tput(..)),
                 intervals: !matches!(s.plan, Plan::UnderLoad(_)),
                 qps: knobs.iter().map(|k| u64::from(k.qps)).sum(),
@@ -197,21 +202,27 @@ fn figure_names(set: &Experiment) -> Result<Vec<(String, String)>> {
     Ok(set
         .series
         .iter()
-        .zip(shapes(set)?)
+        .zip(shapes(set, 1)?)
         .map(|(s, shape)| (s.label.clone(), shape.figure.title()))
         .collect())
 }
 
-/// The set with each series' window keys replaced by the budget's.
+/// The set with each series' window keys replaced by the budget's, and
+/// each series listed once per pass as `LABEL [pass i/K]`: every series'
+/// pass 1, then every pass 2, and so on, so the passes of one point are
+/// spread over the run (`analysis::passes` folds them back).
 fn planned_set(
     set_name: &str,
     text: &str,
     set: &Experiment,
     windows: &[SeriesWindow],
     budget: &str,
+    passes: u32,
 ) -> Result<String> {
     let mut doc: toml::Table =
         toml::from_str(text).map_err(|e| Error::usage(format!("{set_name}: {}", e.message())))?;
+    // The plan lists the passes itself; `run` would not repeat them.
+    doc.remove("passes");
     if let Some(toml::Value::Table(d)) = doc.get_mut("defaults") {
         d.remove("iters");
     }
@@ -235,9 +246,22 @@ fn planned_set(
             Some(s.label.as_str())
         );
     }
+    let once = std::mem::take(series);
+    for i in 1..=passes {
+        for (entry, s) in once.iter().zip(&set.series) {
+            let mut entry = entry.clone();
+            if let toml::Value::Table(t) = &mut entry {
+                t.insert(
+                    "label".into(),
+                    crate::analysis::passes::label(&s.label, i, passes).into(),
+                );
+            }
+            series.push(entry);
+        }
+    }
     let body = toml::to_string(&doc).expect("TOML tables serialise");
     Ok(format!(
-        "# The plan `rdma-bench profile --budget {budget}` wrote from {set_name}: each\n# series' duration, warmup_time and interval are the budget's. `profile --resume`\n# runs this file again; `rdma-bench run` runs it as it is.\n{body}"
+        "# The plan `rdma-bench profile --budget {budget}` wrote from {set_name}: each\n# series' duration, warmup_time and interval are the budget's, and each series\n# is listed once per pass ({passes} passes, interleaved). `profile --resume`\n# runs this file again; `rdma-bench run` runs it as it is.\n{body}"
     ))
 }
 
@@ -250,11 +274,15 @@ fn plan_json(
     set: &str,
     shapes: &[SeriesShape],
     windows: &[SeriesWindow],
+    passes: u32,
 ) -> serde_json::Value {
     let mut figures: Vec<serde_json::Value> = Vec::new();
     for (s, w) in shapes.iter().zip(windows) {
         let id = s.figure.id();
-        let entry = json!({"label": s.label, "points": s.points, "window_s": round3(w.window_s),
+        // window_s is one pass's; estimate_s every pass's.
+        let entry = json!({"label": s.label, "points": s.points, "passes": passes,
+            "pass_labels": (1..=passes).map(|i| crate::analysis::passes::label(&s.label, i, passes)).collect::<Vec<_>>(),
+            "window_s": round3(w.window_s),
             "warmup_s": w.warmup_s.map(round3), "interval_s": w.interval_s.map(round3),
             "estimate_s": round3(w.estimate_s)});
         match figures.iter_mut().find(|f| f["figure"] == id.as_str()) {
@@ -274,6 +302,7 @@ fn plan_json(
         "tool": "rdma-bench profile",
         "budget_s": budget_s,
         "set": set,
+        "passes": passes,
         "estimate_s": round3(estimate),
         "setup_estimate_s_per_point": budget::SETUP_S,
         "setup_estimate_s_per_qp": budget::SETUP_PER_QP_S,
@@ -281,11 +310,17 @@ fn plan_json(
     })
 }
 
-fn print_plan(shapes: &[SeriesShape], windows: &[SeriesWindow], budget_s: f64) -> Result<()> {
+fn print_plan(
+    shapes: &[SeriesShape],
+    windows: &[SeriesWindow],
+    budget_s: f64,
+    passes: u32,
+) -> Result<()> {
     print_line(&format!(
-        "# profile plan: {} series, {} points, budget {} s, split evenly over the figures",
+        "# profile plan: {} series, {} points, {passes} pass{} of each (interleaved), budget {} s, split evenly over the figures",
         shapes.len(),
         shapes.iter().map(|s| s.points).sum::<usize>(),
+        if passes == 1 { "" } else { "es" },
         budget_s
     ))?;
     print_line(&format!(

@@ -97,7 +97,20 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         cliff: args.cliff / 100.0,
         spread: args.spread / 100.0,
     };
-    let analysed: Vec<Analysed> = profiles.iter().map(|p| analyse(p, &rules)).collect();
+    // What is analysed and drawn has each point's passes folded into one
+    // record (`analysis::passes`); the page embeds the files as they are.
+    let folded: Vec<Profile> = profiles
+        .iter()
+        .map(|p| Profile {
+            label: p.label.clone(),
+            files: p
+                .files
+                .iter()
+                .map(|(n, d)| (n.clone(), crate::analysis::passes::fold_doc(d)))
+                .collect(),
+        })
+        .collect();
+    let analysed: Vec<Analysed> = folded.iter().map(|p| analyse(p, &rules)).collect();
     let ratios: Vec<Vec<Ratio>> = analysed
         .iter()
         .skip(1)
@@ -109,7 +122,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         .collect();
     let scratch = draw::Scratch::new()?;
     let all_files: Vec<&(String, ResultsDoc)> =
-        profiles.iter().flat_map(|p| p.files.iter()).collect();
+        folded.iter().flat_map(|p| p.files.iter()).collect();
     let mut drawn = Vec::new();
     for f in figures {
         drawn.push((f, draw::figure_svg(&scripts, &scratch.0, f, &all_files)?));
