@@ -66,14 +66,14 @@ impl TputPoint {
     }
 
     /// Send-queue depth an issuing QP needs: room for the window and for two
-    /// signaling periods of unreaped WRs.
+    /// signaling periods of unreaped WRs, and no more: the drain at the end
+    /// of a point waits for room like every post. rxe rounds a queue of N
+    /// WRs up to the power of two above N slots, so one WR more can double
+    /// what every send queue maps (docs/vs-perftest.md, memory at 1024 QPs).
     pub fn sq_depth(&self) -> u32 {
-        // + postlist: the drain at the end of a point posts one more postlist
-        // onto a window that may be full.
         self.window
             .max(2 * self.effective_signal_period())
             .max(self.postlist)
-            + self.postlist
     }
 
     /// Send-queue depth of an echo request QP (client) and of a WRITE

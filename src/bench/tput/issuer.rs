@@ -379,17 +379,31 @@ fn issue_thread<const RING: bool>(
         closed_at = at;
     }
     // Make the last WR of every QP signaled, so everything posted retires.
-    for q in 0..n {
-        if tx.completed[q] < tx.posted[q] && window.iters.is_none() {
-            let list = &mut lists[list_of(q, tx.posted[q])];
-            for j in 0..pl {
-                let seq = tx.posted[q] + j + 1;
-                stamp(list, j as usize, q, seq, j + 1 == pl, chain_cas);
+    // The signaled postlist waits for room in its QP's window like every
+    // post (the send queue holds the window and no more): the newest
+    // signaled WR, once complete, frees room for a postlist (see `signaled`).
+    let mut unsignaled_tail: Vec<bool> = (0..n)
+        .map(|q| window.iters.is_none() && last_signaled[q] < tx.posted[q])
+        .collect();
+    patience.wait(
+        || format!("room for the last signaled WR on thread {thread}'s QPs (QP {qpn}…)"),
+        || {
+            tx.reap(&set.send_cq, verb)?;
+            for q in 0..n {
+                if unsignaled_tail[q] && tx.outstanding(q) + pl <= w {
+                    let list = &mut lists[list_of(q, tx.posted[q])];
+                    for j in 0..pl {
+                        let seq = tx.posted[q] + j + 1;
+                        stamp(list, j as usize, q, seq, j + 1 == pl, chain_cas);
+                    }
+                    set.qps[q].post_send(list)?;
+                    tx.posted[q] += pl;
+                    unsignaled_tail[q] = false;
+                }
             }
-            set.qps[q].post_send(list)?;
-            tx.posted[q] += pl;
-        }
-    }
+            Ok((!unsignaled_tail.contains(&true)).then_some(()))
+        },
+    )?;
     // Everything posted retires, so the target has seen it all before counts are compared.
     let all = tx.posted.clone();
     patience.wait(
