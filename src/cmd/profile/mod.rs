@@ -59,17 +59,44 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
             ),
         };
         let set = experiment::parse_in(&set_name, &set_text, &context)?;
-        let passes = set.passes.unwrap_or(DEFAULT_PASSES);
-        let shapes = shapes(&set, passes)?;
-        let windows = budget::split(budget_s, &shapes).map_err(|need| {
-            Error::usage(format!(
-                "--budget {budget_text}: too short for {set_name}'s {} points × {passes} passes, which need at least {} ({} s per pass at the least, plus about {} s to set each up)",
+        let asked = set.passes.unwrap_or(DEFAULT_PASSES);
+        // A budget too short for every pass the set asks for measures each
+        // point fewer times (at least once) and says so; one too short for
+        // a single pass is refused with what it would need.
+        let fits = |passes: u32| -> Result<std::result::Result<_, f64>> {
+            let shapes = shapes(&set, passes)?;
+            Ok(budget::split(budget_s, &shapes).map(|w| (shapes, w)))
+        };
+        let mut fitted = None;
+        let mut need_all = None;
+        for passes in (1..=asked).rev() {
+            match fits(passes)? {
+                Ok((shapes, windows)) => {
+                    fitted = Some((passes, shapes, windows));
+                    break;
+                }
+                Err(need) => {
+                    need_all.get_or_insert(need);
+                }
+            }
+        }
+        let Some((passes, shapes, windows)) = fitted else {
+            let need = fits(1)?.err().unwrap_or_default();
+            return Err(Error::usage(format!(
+                "--budget {budget_text}: too short for {set_name}'s {} points × 1 pass, which need at least {} ({} s per pass at the least, plus about {} s to set each up)",
                 set.points(),
                 minutes(need.ceil()),
                 budget::MIN_WINDOW_S,
                 budget::SETUP_S
-            ))
-        })?;
+            )));
+        };
+        if let (true, Some(need)) = (passes < asked, need_all) {
+            print_line(&format!(
+                "# --budget {budget_text} fits {passes} of the {asked} passes {set_name} asks for: each point is measured {passes} time{}, so its interval sees less of what drifts over the run ({} gives every pass)",
+                if passes == 1 { "" } else { "s" },
+                minutes(need.ceil())
+            ))?;
+        }
         let text = planned_set(&set_name, &set_text, &set, &windows, budget_text, passes)?;
         // The written plan is checked as the run will read it.
         experiment::parse_in(&plan_toml.display().to_string(), &text, &context)?;
