@@ -38,6 +38,8 @@ mod perftest;
 mod profile;
 #[path = "device/rate_load.rs"]
 mod rate_load;
+#[path = "device/rss_many_qps.rs"]
+mod rss_many_qps;
 #[path = "device/serve_hostile.rs"]
 mod serve_hostile;
 #[path = "device/validate_latency.rs"]

@@ -115,17 +115,18 @@ pub struct TestArgs {
     /// perftest's -l, --post_list.
     #[arg(short = 'l', long, default_value = "1", allow_negative_numbers = true, help_heading = POSTING)]
     pub postlist: String,
-    /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps.
+    /// Throughput: outstanding WRs (echo: requests) per QP; a list sweeps
+    /// [default: 128, fewer beyond 128 QPs].
     ///
-    /// perftest's -t, --tx-depth.
-    #[arg(
-        short = 't',
-        long,
-        default_value = "128",
-        allow_negative_numbers = true,
-        help_heading = POSTING
-    )]
-    pub window: String,
+    /// perftest's -t, --tx-depth. Not given, a point's window is 128 per QP
+    /// up to 128 QPs per thread, and beyond that 16384 / QPs (at least the
+    /// postlist), so a thread keeps at most 16384 WRs outstanding: at 1024 QPs
+    /// a window of 128 would hold 131072 WRs, more than a window of time can
+    /// fill on a software device, and its send queues alone would map 68 MiB
+    /// (rxe gives a queue of 128 WRs room for 255). The plan says when a
+    /// point's window was lowered; the record keeps the window it ran.
+    #[arg(short = 't', long, allow_negative_numbers = true, help_heading = POSTING)]
+    pub window: Option<String>,
     /// Split each WR's payload over N SGEs (contiguous, near-equal pieces).
     ///
     /// From 1 to the device's max_sge, and at most the size.

@@ -67,7 +67,7 @@ fn tput_id(series: Option<&str>, p: &TputPoint) -> String {
 
 pub enum Plan {
     Latency(LatencySpec),
-    /// With the notes about sweep points skipped as contradictory.
+    /// With the notes the plan prints first (points skipped, windows lowered).
     Tput(TputSpec, Vec<String>),
     /// Latency under background loads (`--under-load`).
     UnderLoad(super::under_load::UnderLoadSpec),
@@ -210,9 +210,9 @@ impl Plan {
     pub fn announce(&self, console: &Console, device: &str) {
         match self {
             Plan::Latency(s) => console.header(s, device),
-            Plan::Tput(s, skipped) => {
-                for why in skipped {
-                    console.note(&format!("skipped sweep points where {why}"));
+            Plan::Tput(s, notes) => {
+                for note in notes {
+                    console.note(note);
                 }
                 let mut clamped: Vec<(u32, u32)> = s
                     .points

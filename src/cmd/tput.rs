@@ -9,7 +9,10 @@ use crate::results::{
     CheckFields, CpuUtil, DirectionFigure, LiveFields, MemoryFields, PathFields, PostingFields,
     TputRecord,
 };
-use crate::spec::{Direction, RateLimit, TputPoint, TputSpec, VerbKind};
+use crate::spec::{
+    default_window, Direction, RateLimit, TputPoint, TputSpec, VerbKind,
+    DEFAULT_THREAD_OUTSTANDING, DEFAULT_WINDOW,
+};
 use crate::sweep::parse_list;
 
 use super::setup::parse_transports;
@@ -33,7 +36,8 @@ fn rate_from_args(a: &TestArgs) -> Result<Option<RateLimit>> {
 }
 
 /// Builds the spec, refusing bad input (exit 2) before any verbs object exists.
-/// Returns it with the notes about sweep points skipped as contradictory.
+/// Returns it with the plan's notes: sweep points skipped as contradictory,
+/// and windows lowered because `--window` was not given.
 pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<String>)> {
     let direction = match (verb, a.tput.as_deref()) {
         (VerbKind::Echo, Some("" | "echo")) => Direction::Echo,
@@ -79,7 +83,11 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
     let periods = list("--signal-period", &a.signal_period)?;
     let qps = list("--qps", &a.qps)?;
     let postlists = list("--postlist", &a.postlist)?;
-    let windows = list("--window", &a.window)?;
+    // None: the point's default window (`default_window`), which depends on its QPs.
+    let windows: Vec<Option<u32>> = match &a.window {
+        Some(w) => list("--window", w)?.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
     let threads = list("--threads", &a.threads)?;
     let count = crate::sweep::count_points(&[
         ("--transport", transports.len()),
@@ -105,7 +113,7 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
                                     signal_period,
                                     qps,
                                     postlist,
-                                    window,
+                                    window: window.unwrap_or_else(|| default_window(qps, postlist)),
                                     threads,
                                 });
                             }
@@ -170,9 +178,28 @@ pub fn spec_from_args(verb: VerbKind, a: &TestArgs) -> Result<(TputSpec, Vec<Str
         }
     }
     spec.validate()?;
-    skipped.sort();
-    skipped.dedup();
-    Ok((spec, skipped))
+    let mut notes: Vec<String> = skipped
+        .into_iter()
+        .map(|why| format!("skipped sweep points where {why}"))
+        .collect();
+    if a.window.is_none() {
+        let mut lowered: Vec<(u32, u32)> = spec
+            .points
+            .iter()
+            .filter(|p| p.window < DEFAULT_WINDOW)
+            .map(|p| (p.qps, p.window))
+            .collect();
+        lowered.sort_unstable();
+        lowered.dedup();
+        for (qps, w) in lowered {
+            notes.push(format!(
+                "--window not given: {qps} QPs per thread run with a window of {w} per QP, so a thread keeps at most {DEFAULT_THREAD_OUTSTANDING} WRs outstanding (give --window to choose)"
+            ));
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    Ok((spec, notes))
 }
 
 /// Turns one measured point into its results record.

@@ -103,7 +103,10 @@ pub use memory::{check_hugepages, parse_bytes, parse_region, MemorySpec, Offsets
 pub use path::{Connection, MtuEnd, PathEnds, PathSpec, MAX_FLOW_LABEL, MAX_SL, MTUS};
 pub use posting::{check_latency_events, check_post_api, check_tput_events, PostApi};
 pub use rate::{parse_loads, Load, RateLimit, MAX_RATE_MOPS};
-pub use tput::{Direction, EchoVerb, TputPoint, TputSpec, MAX_QPS, MAX_THREADS, MAX_WINDOW};
+pub use tput::{
+    default_window, Direction, EchoVerb, TputPoint, TputSpec, DEFAULT_THREAD_OUTSTANDING,
+    DEFAULT_WINDOW, MAX_QPS, MAX_THREADS, MAX_WINDOW,
+};
 
 /// The one range check every numeric option goes through: refuses `value`
 /// outside `lo..=hi` (NaN included) with `--option value: must be lo..=hi`,

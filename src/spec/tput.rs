@@ -56,6 +56,19 @@ pub struct TputPoint {
     pub threads: u32,
 }
 
+/// `--window` when not given: per QP, and over all of a thread's QPs.
+pub const DEFAULT_WINDOW: u32 = 128;
+pub const DEFAULT_THREAD_OUTSTANDING: u32 = 16384;
+
+/// The window a point runs without `--window`: `DEFAULT_WINDOW` per QP while
+/// the thread's QPs hold at most `DEFAULT_THREAD_OUTSTANDING` WRs, fewer per
+/// QP beyond, and never less than one postlist.
+pub fn default_window(qps: u32, postlist: u32) -> u32 {
+    (DEFAULT_THREAD_OUTSTANDING / qps.max(1))
+        .clamp(1, DEFAULT_WINDOW)
+        .max(postlist)
+}
+
 impl TputPoint {
     /// The signaling period an issuing QP really runs with: it never has
     /// more than `window` WRs outstanding, so it must signal at least once

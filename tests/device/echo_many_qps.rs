@@ -1,7 +1,7 @@
 //! Echo with SEND requests and SEND responses over 1024 QPs. A client
 //! thread's request QPs share one receive CQ for their responses, and the
 //! server's one UD QP one receive CQ for every request; rxe0 offers 32767
-//! entries per CQ (max_cqe). At `-q 1024` with the default window of 128,
+//! entries per CQ (max_cqe). At `-q 1024 -t 128`
 //! 131072 responses could wait in the client's CQ: it overflowed, rxe moved
 //! the request QP whose response did not fit to the error state, and the run
 //! died on a flushed receive with no other failed completion behind it. Such
@@ -68,8 +68,8 @@ fn echo_send_send_over_1024_qps_counts_what_the_device_counts() {
 fn echo_send_send_over_1024_qps_is_refused_above_max_cqe() {
     let dev = device();
     let args = [
-        "echo", "--tput", "--req", "send", "--resp", "send", "-c", "ud", "-q", "1024", "-D", "0.5",
-        "-d", &dev,
+        "echo", "--tput", "--req", "send", "--resp", "send", "-c", "ud", "-q", "1024", "-t", "128",
+        "-D", "0.5", "-d", &dev,
     ];
     let out = run(&args);
     let (_, stderr) = text(&out);

@@ -7,6 +7,9 @@
 //!
 //! Witnesses: rxe0's packet counters around the issuer's window, and the
 //! echo server's count of requests.
+//!
+//! Each run gives `-t 128`: without it a thread's window is lowered beyond
+//! 128 QPs (`default_window`), and these passes would be shorter.
 
 use super::{assert_window_lasts, counter, edge_slack, latency};
 
@@ -23,7 +26,7 @@ fn events_issuer_over_256_qps_ends_its_window_mid_pass() {
     let (doc, _) = latency(
         "midev",
         &[
-            "write", "--tput", "outbound", "-q", "256", "-D", "0.5", "-e",
+            "write", "--tput", "outbound", "-q", "256", "-t", "128", "-D", "0.5", "-e",
         ],
     );
     let r = doc.throughput().next().unwrap();
@@ -51,7 +54,8 @@ fn echo_write_write_over_256_qps_ends_its_window_mid_pass() {
     let (doc, _) = latency(
         "midecho",
         &[
-            "echo", "--tput", "--req", "write", "--resp", "write", "-q", "256", "-D", "0.5",
+            "echo", "--tput", "--req", "write", "--resp", "write", "-q", "256", "-t", "128", "-D",
+            "0.5",
         ],
     );
     let r = doc.throughput().next().unwrap();
@@ -85,6 +89,8 @@ fn intervals_over_many_qps_last_what_was_asked() {
                 "outbound",
                 "-q",
                 "1024",
+                "-t",
+                "128",
                 "-D",
                 "0.6",
                 "--interval",
@@ -102,6 +108,8 @@ fn intervals_over_many_qps_last_what_was_asked() {
                 "write",
                 "-q",
                 "256",
+                "-t",
+                "128",
                 "-D",
                 "0.6",
                 "--interval",
