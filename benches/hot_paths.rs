@@ -5,6 +5,12 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use rdma_bench::bench::latency::marker;
+use rdma_bench::bench::wait::Patience;
+use rdma_bench::clock::Clock;
 use rdma_bench::export::{CsvExporter, Exporter, JsonExporter};
 use rdma_bench::results::{LatencyRecord, PostingFields, Record, ResultsDoc};
 use rdma_bench::stats::LatencyRecorder;
@@ -27,6 +33,54 @@ fn recording(c: &mut Criterion) {
             r.record(10_000 + i % 5_000);
         }
         b.iter(|| black_box(r.summary(0.5)))
+    });
+}
+
+/// What a latency sample runs besides the post and the device's answer: the
+/// two clock reads, the tick difference in ns, the marker and the signaled
+/// flag set before the first read, and the spin that waits for the answer.
+fn per_sample(c: &mut Criterion) {
+    let clock = Clock::calibrate(Duration::from_millis(100)).expect("a steady clock");
+    c.bench_function("clock read (Clock::now)", |b| {
+        b.iter(|| black_box(clock.now()))
+    });
+    c.bench_function("ticks to ns (Clock::to_ns)", |b| {
+        let t0 = clock.now();
+        b.iter(|| black_box(clock.to_ns(black_box(clock.now().wrapping_sub(t0)))))
+    });
+    let mut list = SendList::new(1);
+    let mut k = 0u64;
+    c.bench_function("marker and signaled flag of one WR", |b| {
+        b.iter(|| {
+            k += 1;
+            black_box(marker(k));
+            list.set_signaled(0, k & 63 == 63);
+            black_box(&list);
+        })
+    });
+    let patience = Patience::new(clock, 30.0);
+    let byte = AtomicU8::new(7);
+    c.bench_function("spin wait answered on its first pass", |b| {
+        b.iter(|| {
+            patience
+                .wait(String::new, || {
+                    Ok((byte.load(Ordering::Acquire) == 7).then_some(()))
+                })
+                .unwrap()
+        })
+    });
+    // 1024 passes that find no answer, then one that does: the abort check
+    // and the clock read every 1024th pass are in this figure.
+    c.bench_function("spin wait of 1024 passes", |b| {
+        b.iter(|| {
+            let mut left = 1025u32;
+            patience
+                .wait(String::new, || {
+                    left -= 1;
+                    Ok((left == 0 && byte.load(Ordering::Acquire) == 7).then_some(()))
+                })
+                .unwrap()
+        })
     });
 }
 
@@ -90,5 +144,5 @@ fn export(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, recording, wr_preparation, export);
+criterion_group!(benches, per_sample, recording, wr_preparation, export);
 criterion_main!(benches);
