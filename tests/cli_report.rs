@@ -279,23 +279,33 @@ fn bad_input_is_one_line_exit_2() {
     }
 }
 
-#[test]
-fn a_budget_too_short_for_every_pass_measures_each_point_fewer_times_and_says_so() {
-    let dir = scratch("profile-fewer-passes");
+/// `profile --dry-run --budget BUDGET` of the built-in set, which must
+/// succeed: its scratch directory, stdout and the plan it wrote.
+fn dry_run_profile(name: &str, budget: &str) -> (std::path::PathBuf, String, serde_json::Value) {
+    let dir = scratch(name);
     let out = dir.join("p");
     let o = run(&[
         "profile",
         "--dry-run",
         "--budget",
-        "3m",
+        budget,
         "--out",
         out.to_str().unwrap(),
     ]);
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}{stderr}");
     let plan = read_json(&out.join("profile-plan.json"));
+    (dir, stdout, plan)
+}
+
+#[test]
+fn a_budget_too_short_for_every_pass_measures_each_point_fewer_times_and_says_so() {
+    let (_, stdout, plan) = dry_run_profile("profile-fewer-passes", "3m");
     let passes = plan["passes"].as_u64().unwrap();
-    assert!((1..3).contains(&passes), "the built-in set asks for 3: {plan}");
+    assert!(
+        (1..3).contains(&passes),
+        "the built-in set asks for 3: {plan}"
+    );
     assert!(
         stdout.contains(&format!("--budget 3m fits {passes} of the 3 passes")),
         "{stdout}"
@@ -306,23 +316,11 @@ fn a_budget_too_short_for_every_pass_measures_each_point_fewer_times_and_says_so
 
 #[test]
 fn profile_plans_within_its_budget_and_refuses_bad_input_before_any_device() {
-    let dir = scratch("profile-plan");
-    let out = dir.join("p");
-    let o = run(&[
-        "profile",
-        "--dry-run",
-        "--budget",
-        "10m",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stdout}{stderr}");
+    let (dir, stdout, plan) = dry_run_profile("profile-plan", "10m");
     assert!(
         stdout.contains("# profile plan: ") && stdout.contains("3 passes of each"),
         "{stdout}"
     );
-    let plan = read_json(&out.join("profile-plan.json"));
     let estimate = plan["estimate_s"].as_f64().unwrap();
     assert!(
         (estimate - 600.0).abs() < 0.1,
@@ -358,7 +356,7 @@ fn profile_plans_within_its_budget_and_refuses_bad_input_before_any_device() {
             .sum();
         assert!((share - 600.0 / figures.len() as f64).abs() < 0.1, "{f}");
     }
-    let toml = std::fs::read_to_string(out.join("profile-plan.toml")).unwrap();
+    let toml = std::fs::read_to_string(dir.join("p").join("profile-plan.toml")).unwrap();
     assert!(
         toml.contains("interval = ") && toml.contains("duration = "),
         "{toml}"

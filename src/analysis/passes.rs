@@ -179,28 +179,31 @@ fn strip_pass(series: &Option<String>) -> Option<String> {
         .map(|(b, _, _)| b.to_string())
 }
 
+fn latency_of(r: &Record) -> Option<&LatencyRecord> {
+    match r {
+        Record::Latency(l) => Some(l),
+        Record::Throughput(_) => None,
+    }
+}
+
+fn tput_of(r: &Record) -> Option<&TputRecord> {
+    match r {
+        Record::Throughput(t) => Some(t),
+        Record::Latency(_) => None,
+    }
+}
+
 /// One point from its passes (at least one, all of one kind and point):
 /// pass 1's record with the folded fields and the passes it came from.
 fn fold_point(passes: Vec<Record>) -> Record {
+    // A point's passes are all of its kind (`point_of` keys on it).
     let mut folded = match &passes[0] {
         Record::Latency(first) => {
-            let ls: Vec<&LatencyRecord> = passes
-                .iter()
-                .filter_map(|r| match r {
-                    Record::Latency(l) => Some(l),
-                    Record::Throughput(_) => None,
-                })
-                .collect();
+            let ls: Vec<&LatencyRecord> = passes.iter().filter_map(latency_of).collect();
             Record::Latency(fold_latency(first.clone(), &ls))
         }
         Record::Throughput(first) => {
-            let ts: Vec<&TputRecord> = passes
-                .iter()
-                .filter_map(|r| match r {
-                    Record::Throughput(t) => Some(t),
-                    Record::Latency(_) => None,
-                })
-                .collect();
+            let ts: Vec<&TputRecord> = passes.iter().filter_map(tput_of).collect();
             Record::Throughput(fold_throughput(first.clone(), &ts))
         }
     };
