@@ -116,6 +116,20 @@ pub struct FabricArgs {
         help_heading = "Judging"
     )]
     pub tolerance: f64,
+    /// Measure a slow pair again, up to N more times, before calling it slow.
+    ///
+    /// Each figure is then the best of the pair's attempts, so a fault that
+    /// persists is slow in every attempt while a pause of a host (a busy
+    /// hypervisor, a daemon waking) is not; pairs that were slow only at first
+    /// are listed as transient. 0 judges the first measurement alone.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(0..=5),
+        help_heading = "Judging"
+    )]
+    pub recheck: u32,
     /// An absolute limit every pair and direction must meet, e.g. 'gbps>=90'.
     ///
     /// Fields: lat_p50, lat_p99, lat_min, gbps, mops, e.g. 'lat_p99<=30us'.

@@ -29,6 +29,9 @@ pub struct FabricDoc {
     pub rounds: u32,
     /// What the figures are judged with.
     pub tolerance: f64,
+    /// How many more times a slow pair is measured (`--recheck`).
+    #[serde(default)]
+    pub recheck: u32,
     pub hosts: Vec<FabricHost>,
     pub endpoints: Vec<FabricEndpoint>,
     pub tests: Vec<FabricTest>,
@@ -107,8 +110,56 @@ pub struct FabricEntry {
     /// count trouble (retries, RNR, sequence errors), if any.
     #[serde(default)]
     pub counters: BTreeMap<String, u64>,
-    /// Wall time of this entry's tests, setup included.
+    /// Wall time of this entry's tests, setup included (all attempts).
     pub elapsed_s: f64,
+    /// Earlier attempts, when the entry was slow and measured again
+    /// (`--recheck`). `metrics` is then the best of each figure over all
+    /// attempts, and `counters` their sum.
+    #[serde(default)]
+    pub earlier: Vec<FabricAttempt>,
+}
+
+/// One earlier measurement of an entry that was measured again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
+pub struct FabricAttempt {
+    pub metrics: BTreeMap<String, f64>,
+    pub counters: BTreeMap<String, u64>,
+    pub elapsed_s: f64,
+}
+
+impl FabricDoc {
+    /// Whether a lower value of `metric` is better (as `tests[].metrics` says).
+    pub fn lower_is_better(&self, metric: &str) -> bool {
+        self.tests
+            .iter()
+            .flat_map(|t| &t.metrics)
+            .any(|m| m.name == metric && m.better == "lower")
+    }
+
+    /// Folds entry `i`'s earlier attempts into what it has just measured:
+    /// each figure the best over all attempts, counters and time summed.
+    pub fn fold_attempts(&mut self, i: usize) {
+        let lower: BTreeMap<String, bool> = self.entries[i]
+            .earlier
+            .iter()
+            .flat_map(|a| a.metrics.keys())
+            .map(|m| (m.clone(), self.lower_is_better(m)))
+            .collect();
+        let e = &mut self.entries[i];
+        for a in &e.earlier {
+            for (m, &v) in &a.metrics {
+                let now = e.metrics.entry(m.clone()).or_insert(v);
+                let better = if lower[m] { v < *now } else { v > *now };
+                if better {
+                    *now = v;
+                }
+            }
+            for (c, &n) in &a.counters {
+                *e.counters.entry(c.clone()).or_insert(0) += n;
+            }
+            e.elapsed_s += a.elapsed_s;
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
@@ -138,6 +189,10 @@ pub struct FabricVerdicts {
     pub status: String,
     pub exit_code: i32,
     pub slow: Vec<SlowPair>,
+    /// Pairs slow in their first attempt but not in the best of their
+    /// attempts (`--recheck`): not counted as slow, shown for what they were.
+    #[serde(default)]
+    pub transient: Vec<SlowPair>,
     pub culprits: Vec<CulpritHost>,
     pub expectations: Vec<PairExpectation>,
     /// Per judged figure: the reference and the rule it was judged by.

@@ -67,6 +67,23 @@ pub struct Judgement {
     pub unexplained: Vec<Slow>,
 }
 
+/// How many times worse than `reference` a value `v` is (infinite when
+/// nothing was measured against a reference that measured something).
+pub fn times_worse(better: Better, reference: f64, v: f64) -> f64 {
+    match better {
+        Better::Lower if reference > 0.0 => v / reference,
+        Better::Lower => {
+            if v > 0.0 {
+                f64::INFINITY
+            } else {
+                1.0
+            }
+        }
+        Better::Higher if v > 0.0 => reference / v,
+        Better::Higher => f64::INFINITY,
+    }
+}
+
 /// Judges `obs` (from `endpoints` endpoints) with `tolerance` (0.2 = 20 %).
 pub fn judge(better: Better, tolerance: f64, endpoints: u32, obs: &[Observation]) -> Judgement {
     let usable: Vec<&Observation> = obs.iter().filter(|o| !o.value.is_nan()).collect();
@@ -87,18 +104,7 @@ pub fn judge(better: Better, tolerance: f64, endpoints: u32, obs: &[Observation]
     let m = sorted.len();
     let k = m.div_ceil(4);
     let reference = sorted[k - 1];
-    let ratio = |v: f64| match better {
-        Better::Lower if reference > 0.0 => v / reference,
-        Better::Lower => {
-            if v > 0.0 {
-                f64::INFINITY
-            } else {
-                1.0
-            }
-        }
-        Better::Higher if v > 0.0 => reference / v,
-        Better::Higher => f64::INFINITY,
-    };
+    let ratio = |v: f64| times_worse(better, reference, v);
     let slow: Vec<Slow> = usable
         .iter()
         .filter_map(|o| {

@@ -51,6 +51,7 @@ fn entry_row(e: &FabricEntry, metrics: &[String], doc: &FabricDoc) -> Vec<String
             .map(|m| e.metrics.get(m).map(|v| v.to_string()).unwrap_or_default()),
     );
     row.push(slow.join(" "));
+    row.push((e.earlier.len() + 1).to_string());
     row.push(e.failed_host.clone().unwrap_or_default());
     row.push(e.error.clone().unwrap_or_default());
     row
@@ -74,7 +75,7 @@ pub fn write(dir: &Path, doc: &FabricDoc) -> Result<()> {
     .map(|s| s.to_string())
     .collect();
     head.extend(metrics.iter().cloned());
-    head.extend(["slow".into(), "failed_host".into(), "error".into()]);
+    head.extend(["slow", "attempts", "failed_host", "error"].map(String::from));
     let mut rows = vec![head];
     rows.extend(doc.entries.iter().map(|e| entry_row(e, &metrics, doc)));
     write_atomically(&dir.join("fabric.csv"), &csv_bytes(rows)?)?;

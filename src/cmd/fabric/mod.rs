@@ -55,6 +55,7 @@ pub fn run(a: &FabricArgs) -> Result<()> {
             .filter(|e| !e.is_empty()),
         pairs: a.pairs.clone(),
         tolerance: a.tolerance / 100.0,
+        recheck: a.recheck,
         tests: tests.iter().map(|t| t.doc.clone()).collect(),
         ..Default::default()
     };
@@ -83,6 +84,7 @@ pub fn run(a: &FabricArgs) -> Result<()> {
             &listener,
             doc,
             |n| Schedule::new(n, &pairs),
+            &verdicts::slow_entries,
             &mut |d| files::write(&out, d),
         );
         let mine = me.join().unwrap_or(Err(Error::Interrupted));

@@ -75,3 +75,40 @@ pub fn round_line(doc: &FabricDoc, round: u32, rounds: u32, first: usize) -> Str
         }
     )
 }
+
+/// Rank 0's line after measuring entry `i` again: each judged figure of the
+/// latest attempt, the first, and the best it now counts.
+pub fn recheck_line(doc: &FabricDoc, i: usize) -> String {
+    let e = &doc.entries[i];
+    let figures: Vec<String> = doc
+        .tests
+        .iter()
+        .flat_map(|t| &t.metrics)
+        .filter(|m| m.judged)
+        .filter_map(|m| {
+            let first = e.earlier.first()?.metrics.get(&m.name)?;
+            let best = e.metrics.get(&m.name)?;
+            Some(format!(
+                "{} first {}, best {}",
+                m.name,
+                shown(&m.name, *first),
+                shown(&m.name, *best)
+            ))
+        })
+        .collect();
+    format!(
+        "fabric: measured again (attempt {}): {}->{}: {}{}",
+        e.earlier.len() + 1,
+        name(doc, &e.from),
+        name(doc, &e.to),
+        if figures.is_empty() {
+            "no judged figure".into()
+        } else {
+            figures.join(", ")
+        },
+        e.error
+            .as_ref()
+            .map(|x| format!("; failed: {x}"))
+            .unwrap_or_default()
+    )
+}

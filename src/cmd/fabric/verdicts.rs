@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::fabric::doc::{
-    CulpritHost, EndpointSummary, FabricDoc, FabricVerdicts, MetricRule, PairExpectation, SlowPair,
+    CulpritHost, EndpointSummary, FabricDoc, FabricMetric, FabricVerdicts, MetricRule,
+    PairExpectation, SlowPair,
 };
-use crate::fabric::outliers::{judge, Better, Observation};
+use crate::fabric::outliers::{judge, times_worse, Better, Judgement, Observation};
 use crate::verdict::Expectation;
 
 /// Exit statuses, documented in `fabric --help`: 1 wins over 3, 3 over 4.
@@ -29,6 +30,64 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     })
 }
 
+fn better_of(m: &FabricMetric) -> Better {
+    if m.better == "lower" {
+        Better::Lower
+    } else {
+        Better::Higher
+    }
+}
+
+/// Each judged figure with the judgement of the entries measured so far.
+fn judged(doc: &FabricDoc) -> Vec<(FabricMetric, Judgement)> {
+    let judged = doc
+        .tests
+        .iter()
+        .flat_map(|t| &t.metrics)
+        .filter(|m| m.judged);
+    judged
+        .map(|m| {
+            let obs: Vec<Observation> = doc
+                .entries
+                .iter()
+                .filter(|e| e.state == "ok")
+                .filter_map(|e| {
+                    Some(Observation {
+                        from: e.from.endpoint,
+                        to: e.to.endpoint,
+                        value: *e.metrics.get(&m.name)?,
+                    })
+                })
+                .collect();
+            let j = judge(
+                better_of(m),
+                doc.tolerance,
+                doc.endpoints.len() as u32,
+                &obs,
+            );
+            (m.clone(), j)
+        })
+        .collect()
+}
+
+/// The entries (by index) that are slow in some judged figure now: what
+/// `--recheck` measures again.
+pub fn slow_entries(doc: &FabricDoc) -> Vec<usize> {
+    let mut due: Vec<usize> = judged(doc)
+        .iter()
+        .flat_map(|(_, j)| &j.slow)
+        .flat_map(|s| {
+            doc.entries.iter().enumerate().filter(move |(_, e)| {
+                e.state == "ok" && e.from.endpoint == s.from && e.to.endpoint == s.to
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    due.sort_unstable();
+    due.dedup();
+    due
+}
+
 /// Fills in `doc.summary` and `doc.verdicts`.
 pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
     let mut v = FabricVerdicts::default();
@@ -37,25 +96,7 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
         .iter()
         .flat_map(|t| t.metrics.iter().cloned())
         .collect();
-    for m in metrics.iter().filter(|m| m.judged) {
-        let obs: Vec<Observation> = doc
-            .entries
-            .iter()
-            .filter(|e| e.state == "ok")
-            .filter_map(|e| {
-                Some(Observation {
-                    from: e.from.endpoint,
-                    to: e.to.endpoint,
-                    value: *e.metrics.get(&m.name)?,
-                })
-            })
-            .collect();
-        let better = if m.better == "lower" {
-            Better::Lower
-        } else {
-            Better::Higher
-        };
-        let j = judge(better, doc.tolerance, doc.endpoints.len() as u32, &obs);
+    for (m, j) in judged(doc) {
         let name = |i: u32| doc.endpoints[i as usize].label.clone();
         let mut blamed: BTreeMap<(u32, u32), String> = BTreeMap::new();
         for c in &j.culprits {
@@ -94,6 +135,34 @@ pub fn draw(doc: &mut FabricDoc, expectations: &[Expectation]) {
                 rule: j.rule.clone(),
                 blamed: blamed.get(&(s.from, s.to)).cloned(),
             });
+        }
+        // Slow at first, fine in the best of its attempts.
+        if let Some(reference) = j.reference {
+            let better = better_of(&m);
+            for e in doc.entries.iter().filter(|e| e.state == "ok") {
+                let first = e.earlier.first().and_then(|a| a.metrics.get(&m.name));
+                let (Some(&first), Some(&best)) = (first, e.metrics.get(&m.name)) else {
+                    continue;
+                };
+                let worse = |x: f64| times_worse(better, reference, x);
+                let limit = 1.0 + doc.tolerance;
+                if worse(first) > limit && worse(best) <= limit {
+                    v.transient.push(SlowPair {
+                        metric: m.name.clone(),
+                        from: name(e.from.endpoint),
+                        to: name(e.to.endpoint),
+                        value: first,
+                        reference,
+                        ratio: worse(first).is_finite().then(|| worse(first)),
+                        rule: format!(
+                            "slow in its first attempt, within the tolerance in the best of {} (--recheck): {}",
+                            e.earlier.len() + 1,
+                            super::progress::shown(&m.name, best)
+                        ),
+                        blamed: None,
+                    });
+                }
+            }
         }
         v.rules.push(MetricRule {
             metric: m.name.clone(),
@@ -198,6 +267,19 @@ pub fn report(doc: &FabricDoc, files: &str) -> Result<()> {
                 .unwrap_or_default()
         );
     }
+    for s in &v.transient {
+        eprintln!(
+            "fabric: TRANSIENT {} {} -> {}: {} at first against the reference {} ({}); {}; not counted as slow",
+            s.metric,
+            s.from,
+            s.to,
+            shown(&s.metric, s.value),
+            shown(&s.metric, s.reference),
+            s.ratio
+                .map_or("nothing measured".into(), |r| format!("{r:.2}x worse")),
+            s.rule
+        );
+    }
     for r in v
         .rules
         .iter()
@@ -243,5 +325,111 @@ pub fn report(doc: &FabricDoc, files: &str) -> Result<()> {
         EXIT_THRESHOLD => Err(Error::Expectation(line)),
         EXIT_OUTLIER => Err(Error::Outlier(line)),
         _ => Err(Error::Verification(line)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::doc::{
+        EndpointRef, FabricAttempt, FabricEndpoint, FabricEntry, FabricMetric, FabricTest,
+    };
+
+    /// Three endpoints, every ordered pair at 100 µs p50 but `slow` (from,
+    /// to) at `value`.
+    fn doc(slow: (u32, u32), value: f64) -> FabricDoc {
+        let r = |i: u32| EndpointRef {
+            endpoint: i,
+            host: format!("h{i}"),
+            ..Default::default()
+        };
+        let mut d = FabricDoc {
+            tolerance: 0.2,
+            tests: vec![FabricTest {
+                name: "lat".into(),
+                command: String::new(),
+                metrics: vec![FabricMetric {
+                    name: "lat_p50_ns".into(),
+                    what: String::new(),
+                    better: "lower".into(),
+                    judged: true,
+                }],
+            }],
+            ..Default::default()
+        };
+        for i in 0..3 {
+            d.endpoints.push(FabricEndpoint {
+                index: i,
+                label: format!("h{i}/rxe0"),
+                ..Default::default()
+            });
+        }
+        for (a, b) in [(0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)] {
+            let v = if (a, b) == slow { value } else { 100e3 };
+            d.entries.push(FabricEntry {
+                from: r(a),
+                to: r(b),
+                state: "ok".into(),
+                metrics: [("lat_p50_ns".to_string(), v)].into(),
+                counters: [("completer_retry_err".to_string(), 1)].into(),
+                elapsed_s: 1.0,
+                ..Default::default()
+            });
+        }
+        d
+    }
+
+    /// Entry `i` measured again at `now`, as the coordinator does it.
+    fn measured_again(d: &mut FabricDoc, i: usize, now: f64) {
+        let e = &mut d.entries[i];
+        e.earlier.push(FabricAttempt {
+            metrics: std::mem::take(&mut e.metrics),
+            counters: std::mem::take(&mut e.counters),
+            elapsed_s: e.elapsed_s,
+        });
+        e.metrics.insert("lat_p50_ns".into(), now);
+        e.counters.insert("completer_retry_err".into(), 2);
+        d.fold_attempts(i);
+    }
+
+    #[test]
+    fn a_pair_slow_only_at_first_is_transient_and_one_slow_every_time_is_slow() {
+        // 0 -> 2 at 5x: due for a recheck, and nothing else is.
+        let mut d = doc((0, 2), 500e3);
+        assert_eq!(slow_entries(&d), vec![2]);
+        measured_again(&mut d, 2, 110e3);
+        let e = &d.entries[2];
+        assert_eq!(e.metrics["lat_p50_ns"], 110e3, "the best of the attempts");
+        assert_eq!(e.counters["completer_retry_err"], 3, "counters summed");
+        assert_eq!(e.elapsed_s, 2.0);
+        assert!(slow_entries(&d).is_empty());
+        draw(&mut d, &[]);
+        assert_eq!(
+            (d.verdicts.status.as_str(), d.verdicts.exit_code),
+            ("pass", 0)
+        );
+        assert_eq!(d.verdicts.transient.len(), 1, "{:?}", d.verdicts);
+        let t = &d.verdicts.transient[0];
+        assert_eq!((t.from.as_str(), t.to.as_str()), ("h0/rxe0", "h2/rxe0"));
+        assert_eq!(t.value, 500e3);
+        assert!((t.ratio.unwrap() - 5.0).abs() < 1e-9);
+
+        // Slow again on the recheck: the best is still slow, nothing transient.
+        let mut d = doc((0, 2), 500e3);
+        measured_again(&mut d, 2, 450e3);
+        assert_eq!(d.entries[2].metrics["lat_p50_ns"], 450e3);
+        assert_eq!(slow_entries(&d), vec![2]);
+        draw(&mut d, &[]);
+        assert_eq!(
+            (d.verdicts.status.as_str(), d.verdicts.exit_code),
+            ("outlier", 4)
+        );
+        assert_eq!(d.verdicts.slow.len(), 1);
+        assert!(d.verdicts.transient.is_empty());
+
+        // A worse recheck never makes the figure worse.
+        let mut d = doc((0, 2), 500e3);
+        measured_again(&mut d, 2, 900e3);
+        assert_eq!(d.entries[2].metrics["lat_p50_ns"], 500e3);
     }
 }
