@@ -251,9 +251,10 @@ pub fn report(doc: &FabricDoc, files: &str) -> Result<()> {
             e.error.as_deref().unwrap_or("?")
         );
     }
-    for s in &v.slow {
-        eprintln!(
-            "fabric: SLOW {} {} -> {}: {} against the reference {} ({}){}",
+    // "METRIC FROM -> TO: VALUE against the reference REF (Nx worse)"
+    let against = |s: &SlowPair| {
+        format!(
+            "{} {} -> {}: {} against the reference {} ({})",
             s.metric,
             s.from,
             s.to,
@@ -261,22 +262,16 @@ pub fn report(doc: &FabricDoc, files: &str) -> Result<()> {
             shown(&s.metric, s.reference),
             s.ratio
                 .map_or("nothing measured".into(), |r| format!("{r:.2}x worse")),
-            s.blamed
-                .as_ref()
-                .map(|b| format!("; likely {b}"))
-                .unwrap_or_default()
-        );
+        )
+    };
+    for s in &v.slow {
+        let likely = s.blamed.as_ref().map(|b| format!("; likely {b}"));
+        eprintln!("fabric: SLOW {}{}", against(s), likely.unwrap_or_default());
     }
     for s in &v.transient {
         eprintln!(
-            "fabric: TRANSIENT {} {} -> {}: {} at first against the reference {} ({}); {}; not counted as slow",
-            s.metric,
-            s.from,
-            s.to,
-            shown(&s.metric, s.value),
-            shown(&s.metric, s.reference),
-            s.ratio
-                .map_or("nothing measured".into(), |r| format!("{r:.2}x worse")),
+            "fabric: TRANSIENT {} at first; {}; not counted as slow",
+            against(s),
             s.rule
         );
     }
