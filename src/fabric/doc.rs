@@ -136,9 +136,40 @@ impl FabricDoc {
             .any(|m| m.name == metric && m.better == "lower")
     }
 
+    /// Measures entry `i` once more with `measure`, which fills the entry's
+    /// metrics, counters and elapsed time afresh. `last` is what the
+    /// entry's previous attempt measured on its own (`None` on its first
+    /// recheck, when the entry's figures are still that): it joins
+    /// `earlier`, so every earlier attempt is kept as it was measured, never
+    /// folded. Afterwards the entry's figures are folded over all attempts;
+    /// what this attempt measured on its own is returned, for the next call.
+    pub fn measure_again(
+        &mut self,
+        i: usize,
+        last: Option<FabricAttempt>,
+        measure: impl FnOnce(&mut Self),
+    ) -> FabricAttempt {
+        let e = &mut self.entries[i];
+        let folded = FabricAttempt {
+            metrics: std::mem::take(&mut e.metrics),
+            counters: std::mem::take(&mut e.counters),
+            elapsed_s: std::mem::take(&mut e.elapsed_s),
+        };
+        e.earlier.push(last.unwrap_or(folded));
+        measure(self);
+        let e = &self.entries[i];
+        let this = FabricAttempt {
+            metrics: e.metrics.clone(),
+            counters: e.counters.clone(),
+            elapsed_s: e.elapsed_s,
+        };
+        self.fold_attempts(i);
+        this
+    }
+
     /// Folds entry `i`'s earlier attempts into what it has just measured:
     /// each figure the best over all attempts, counters and time summed.
-    pub fn fold_attempts(&mut self, i: usize) {
+    fn fold_attempts(&mut self, i: usize) {
         let lower: BTreeMap<String, bool> = self.entries[i]
             .earlier
             .iter()

@@ -3,7 +3,7 @@
 //! order at a time. A rank that goes away fails what it was doing and
 //! every later entry it is in; every other pair is still measured.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, TcpListener};
 use std::time::{Duration, Instant};
 
@@ -250,6 +250,9 @@ fn recheck(
     slow_of: &dyn Fn(&FabricDoc) -> Vec<usize>,
     quiet: bool,
 ) {
+    // Each rechecked entry's latest attempt as it was measured, before the
+    // fold: the one that joins `earlier` when the entry is measured again.
+    let mut last: HashMap<usize, FabricAttempt> = HashMap::new();
     loop {
         let due: Vec<usize> = slow_of(doc)
             .into_iter()
@@ -266,17 +269,14 @@ fn recheck(
             return;
         }
         for i in due {
-            let e = &mut doc.entries[i];
-            e.earlier.push(FabricAttempt {
-                metrics: std::mem::take(&mut e.metrics),
-                counters: std::mem::take(&mut e.counters),
-                elapsed_s: e.elapsed_s,
+            let measured = doc.measure_again(i, last.remove(&i), |doc| {
+                let e = &mut doc.entries[i];
+                e.state = "pending".into();
+                let r = doc.endpoints[e.from.endpoint as usize].rank as usize;
+                links[r].queue.push_back(i);
+                drive(doc, links, i, budget);
             });
-            e.state = "pending".into();
-            let r = doc.endpoints[e.from.endpoint as usize].rank as usize;
-            links[r].queue.push_back(i);
-            drive(doc, links, i, budget);
-            doc.fold_attempts(i);
+            last.insert(i, measured);
             if !quiet {
                 eprintln!("{}", super::progress::recheck_line(doc, i));
             }

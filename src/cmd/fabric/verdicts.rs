@@ -374,17 +374,20 @@ mod tests {
         d
     }
 
-    /// Entry `i` measured again at `now`, as the coordinator does it.
-    fn measured_again(d: &mut FabricDoc, i: usize, now: f64) {
-        let e = &mut d.entries[i];
-        e.earlier.push(FabricAttempt {
-            metrics: std::mem::take(&mut e.metrics),
-            counters: std::mem::take(&mut e.counters),
-            elapsed_s: e.elapsed_s,
-        });
-        e.metrics.insert("lat_p50_ns".into(), now);
-        e.counters.insert("completer_retry_err".into(), 2);
-        d.fold_attempts(i);
+    /// Entry `i` measured again at `now` (2 retries, 1 s), after the
+    /// attempt `last` returned; returns this one.
+    fn measured_again(
+        d: &mut FabricDoc,
+        i: usize,
+        last: Option<FabricAttempt>,
+        now: f64,
+    ) -> FabricAttempt {
+        d.measure_again(i, last, |d| {
+            let e = &mut d.entries[i];
+            e.metrics.insert("lat_p50_ns".into(), now);
+            e.counters.insert("completer_retry_err".into(), 2);
+            e.elapsed_s = 1.0;
+        })
     }
 
     #[test]
@@ -392,7 +395,7 @@ mod tests {
         // 0 -> 2 at 5x: due for a recheck, and nothing else is.
         let mut d = doc((0, 2), 500e3);
         assert_eq!(slow_entries(&d), vec![2]);
-        measured_again(&mut d, 2, 110e3);
+        measured_again(&mut d, 2, None, 110e3);
         let e = &d.entries[2];
         assert_eq!(e.metrics["lat_p50_ns"], 110e3, "the best of the attempts");
         assert_eq!(e.counters["completer_retry_err"], 3, "counters summed");
@@ -411,7 +414,7 @@ mod tests {
 
         // Slow again on the recheck: the best is still slow, nothing transient.
         let mut d = doc((0, 2), 500e3);
-        measured_again(&mut d, 2, 450e3);
+        measured_again(&mut d, 2, None, 450e3);
         assert_eq!(d.entries[2].metrics["lat_p50_ns"], 450e3);
         assert_eq!(slow_entries(&d), vec![2]);
         draw(&mut d, &[]);
@@ -424,7 +427,27 @@ mod tests {
 
         // A worse recheck never makes the figure worse.
         let mut d = doc((0, 2), 500e3);
-        measured_again(&mut d, 2, 900e3);
+        measured_again(&mut d, 2, None, 900e3);
         assert_eq!(d.entries[2].metrics["lat_p50_ns"], 500e3);
+    }
+
+    #[test]
+    fn three_attempts_keep_each_earlier_one_as_measured_and_sum_each_once() {
+        // --recheck 2: measured at 500, 450, then 300 µs.
+        let mut d = doc((0, 2), 500e3);
+        let second = measured_again(&mut d, 2, None, 450e3);
+        measured_again(&mut d, 2, Some(second), 300e3);
+        let e = &d.entries[2];
+        let raw: Vec<f64> = e.earlier.iter().map(|a| a.metrics["lat_p50_ns"]).collect();
+        assert_eq!(raw, vec![500e3, 450e3], "earlier attempts unfolded");
+        let retries: Vec<u64> = e
+            .earlier
+            .iter()
+            .map(|a| a.counters["completer_retry_err"])
+            .collect();
+        assert_eq!(retries, vec![1, 2]);
+        assert_eq!(e.metrics["lat_p50_ns"], 300e3);
+        assert_eq!(e.counters["completer_retry_err"], 1 + 2 + 2);
+        assert_eq!(e.elapsed_s, 3.0);
     }
 }
