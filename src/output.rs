@@ -34,7 +34,7 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
         ),
     };
     format!(
-        "{how}; {} over {} on {device}; the first {} iterations of each size are warm-up and dropped{}",
+        "{how}; {} over {} on {device}; the first {} iterations of each size{} are warm-up and dropped{}",
         match (spec.verb, spec.inline.limit()) {
             (VerbKind::Echo, None) => "inline whenever the payload fits the QP's max_inline".into(),
             (VerbKind::Echo, Some(n)) => format!(
@@ -44,6 +44,13 @@ pub fn describe_measurement(spec: &LatencySpec, device: &str) -> String {
         },
         spec.transport.name().to_uppercase(),
         spec.warmup,
+        match spec.duration_s {
+            Some(d) if !spec.live.forever => format!(
+                " (or fewer: those of its first {} s, a fifth of -D; see warmup_dropped)",
+                d / crate::bench::latency::WARMUP_SHARE_OF_WINDOW as f64
+            ),
+            _ => String::new(),
+        },
         posting_note(spec.events, spec.post_api, true)
     )
 }

@@ -26,6 +26,8 @@ mod events_post_api;
 mod events_tput_serve;
 #[path = "device/expect.rs"]
 mod expect;
+#[path = "device/latency_warmup.rs"]
+mod latency_warmup;
 #[path = "device/memory_layout.rs"]
 mod memory_layout;
 #[path = "device/output_figures.rs"]

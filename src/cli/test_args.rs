@@ -41,6 +41,9 @@ pub struct TestArgs {
     )]
     pub duration: Option<f64>,
     /// Iterations run before measuring each size, not recorded.
+    ///
+    /// With -D, also no longer than a fifth of it: a link with long round
+    /// trips warms up for fewer (the results' warmup_dropped says how many).
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true, help_heading = SIZES)]
     pub warmup: u64,
     /// Throughput: seconds of warm-up before each point's measured window.

@@ -41,6 +41,9 @@ pub fn marker(k: u64) -> u8 {
     (k % 254) as u8 + 1
 }
 
+/// Duration mode: the warm-up takes at most this fraction of the window.
+pub const WARMUP_SHARE_OF_WINDOW: u64 = 5;
+
 /// The marker that ends a ping-pong point on the server.
 const STOP: u8 = 255;
 
@@ -175,10 +178,17 @@ pub fn client_point(
     let write_based = matches!(spec.verb, VerbKind::Write | VerbKind::Echo);
     let mut target = 0usize;
     let verb = wc_label(spec.verb, spec.op);
-    let warmup = spec.warmup;
+    let mut warmup = spec.warmup;
     let duration_ticks = spec
         .duration_s
         .map(|d| clock.ticks(std::time::Duration::from_secs_f64(d)));
+    // Duration mode: the warm-up also ends once it has taken a fifth of the
+    // window, so a link with long round trips (1000 of them take seconds
+    // between two guests) does not stretch a timed point far past its
+    // window, which a profile's budget counts on.
+    let warmup_ticks = duration_ticks
+        .filter(|_| !forever)
+        .map(|d| d / WARMUP_SHARE_OF_WINDOW);
     let total = warmup + spec.iters;
     let send_marker = send_marker_at(size);
     let recv_marker = recv_marker_at(side, size);
@@ -198,6 +208,13 @@ pub fn client_point(
     }
 
     loop {
+        if k < warmup {
+            if let Some(w) = warmup_ticks {
+                if clock.now().wrapping_sub(started) >= w {
+                    warmup = k;
+                }
+            }
+        }
         if k == warmup {
             if !counters.is_empty() {
                 before = Some(counters.read());

@@ -6,7 +6,7 @@ mod engine;
 mod session;
 mod validate;
 
-pub use engine::{marker, ClientPoint};
+pub use engine::{marker, ClientPoint, WARMUP_SHARE_OF_WINDOW};
 pub use session::{run_client, run_client_live, serve_latency, PointOutcome};
 
 use crate::error::Result;

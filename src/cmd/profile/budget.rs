@@ -99,7 +99,10 @@ fn setup_s(s: &SeriesShape) -> f64 {
     (SETUP_S * s.points as f64 + SETUP_PER_QP_S * s.qps as f64) * s.passes as f64
 }
 
-/// The time a point's window stands for, warm-up included.
+/// The time a point's window stands for, warm-up included. A latency
+/// point's warm-up (its first 1000 iterations, and never more than a fifth
+/// of its window) is a few milliseconds on a NIC and counted as nothing;
+/// on a link with millisecond round trips it takes the whole fifth.
 fn per_window(s: &SeriesShape) -> f64 {
     if s.throughput {
         1.0 + WARMUP_SHARE
