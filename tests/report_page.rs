@@ -320,29 +320,49 @@ fn bad_arguments_exit_2_naming_the_option() {
     }
 }
 
+fn report(profiles: &[&str], extra: &[&str], html: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rdma-bench"))
+        .current_dir(repo())
+        .arg("report")
+        .args(profiles)
+        .args(extra)
+        .arg("-o")
+        .arg(html)
+        .output()
+        .expect("rdma-bench runs")
+}
+
 #[test]
 fn real_report_renders() {
     let dir = scratch("real-report");
     let html = dir.join("report.html");
-    let o = Command::new(env!("CARGO_BIN_EXE_rdma-bench"))
-        .current_dir(repo())
-        .args([
-            "report",
-            // The committed profile (every figure of the set) beside two
-            // HERD files (a second profile of one file each), so the page
-            // carries overlays and B/A tables too.
-            "results/profile-rxe0-loopback",
-            "results/herd-fig3-inbound-rxe0-vm-qemu-20261129T113919Z.json",
-            "--force",
-            "-o",
-        ])
-        .arg(&html)
-        .output()
-        .expect("rdma-bench runs");
+    // The committed loopback profile (every figure of the set), the
+    // two-host one measured against `serve` on another guest, and a HERD
+    // file (a profile of one file), so the page carries overlays and B/A
+    // tables too.
+    let profiles = [
+        "results/profile-rxe0-loopback",
+        "results/profile-rxe0-two-host",
+        "results/herd-fig3-inbound-rxe0-vm-qemu-20261129T113919Z.json",
+    ];
+    let o = report(&profiles, &[], &html);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("in peer mode: tcp vs loopback") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(!html.exists(), "a refused report writes no page");
+    let o = report(&profiles, &["--force"], &html);
     let (out, err) = text(&o);
     assert!(
         o.status.success(),
         "rdma-bench report\nstdout: {out}\nstderr: {err}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<td>tcp: rxe0 on h2, 10.98.0.2:18515</td>"),
+        "the header names the peer of the two-host profile"
     );
     let shot = dir.join("report.png");
     let summary = assert_passes(&check(&html, &["--screenshot", shot.to_str().unwrap()]));

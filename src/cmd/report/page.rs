@@ -26,7 +26,7 @@ pub struct Page<'a> {
 
 const STYLE: &str = "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}\
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}.rb-measured td{overflow-wrap:anywhere}\
 th{background:#f3f3f3}td.num,td.rb-headline{text-align:right;font-variant-numeric:tabular-nums}\
 .warn{background:#fde8e8;border:2px solid #c0392b;color:#8b1a1a;padding:.6em 1em;font-weight:bold;font-size:1.1em}\
 .iv{color:#777;font-size:.85em}.better{color:#1e7d32;font-weight:bold}.worse{color:#b71c1c;font-weight:bold}\
@@ -161,9 +161,20 @@ fn facts(h: &mut String, profiles: &[Profile]) {
                 .clone()
                 .unwrap_or_else(|| "(none recorded)".into())
         }),
-        ("peer", |d| match &d.peer.host {
-            Some(host) => format!("{} ({host})", d.peer.mode),
-            None => d.peer.mode.clone(),
+        ("peer", |d| {
+            let p = &d.peer;
+            let at = p
+                .address
+                .as_ref()
+                .map(|a| format!(", {a}"))
+                .unwrap_or_default();
+            match (&p.host, &p.device) {
+                (Some(host), Some(dev)) if p.mode != "loopback" => {
+                    format!("{}: {dev} on {host}{at}", p.mode)
+                }
+                (Some(host), _) => format!("{} ({host}{at})", p.mode),
+                _ => format!("{}{at}", p.mode),
+            }
         }),
         ("clock", |d| {
             let ghz = d
@@ -181,7 +192,7 @@ fn facts(h: &mut String, profiles: &[Profile]) {
                 .unwrap_or_else(|| "-".into())
         }),
     ];
-    h.push_str("<h2>What was measured</h2>\n<p>As each results file records it (the device's capabilities as <code>rdma-bench devices</code> reads them).</p>\n<table><tr><th></th>");
+    h.push_str("<h2>What was measured</h2>\n<p>As each results file records it (the device's capabilities as <code>rdma-bench devices</code> reads them).</p>\n<table class=\"rb-measured\"><tr><th></th>");
     for pr in profiles {
         let _ = write!(h, "<th>{}</th>", esc(&pr.label));
     }
