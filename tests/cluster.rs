@@ -28,6 +28,9 @@ mod experiments;
 #[path = "cluster/fabric.rs"]
 mod fabric;
 
+#[path = "cluster/profile.rs"]
+mod profile;
+
 #[path = "cluster/faults.rs"]
 mod faults;
 
