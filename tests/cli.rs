@@ -16,7 +16,7 @@ mod inputs;
 mod option_families;
 #[path = "cli/outputs.rs"]
 mod outputs;
-use common::{run, text};
+use common::{refused, run, text};
 use std::path::Path;
 
 /// A direct (non-MPI) experiment: loading it needs no device.

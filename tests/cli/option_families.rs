@@ -233,20 +233,7 @@ fn rate_and_under_load_refuse_nonsense_with_one_line() {
         (&["read", "--under-load", "10%", "--op", "fadd"], "--op"),
     ];
     for (args, needle) in cases {
-        let out = run(args);
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
-        assert!(
-            stderr.contains(needle),
-            "{args:?}: '{stderr}' lacks '{needle}'"
-        );
-        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "{args:?}: not one line: {stderr}"
-        );
-        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+        refused(args, &[needle]);
     }
 }
 
@@ -295,20 +282,7 @@ fn interval_and_forever_refusals_exit_2() {
         ),
     ];
     for (args, needle) in cases {
-        let out = run(args);
-        let (stdout, stderr) = text(&out);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {stderr}");
-        assert!(
-            stderr.contains(needle),
-            "{args:?}: '{stderr}' lacks '{needle}'"
-        );
-        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "{args:?}: not one line: {stderr}"
-        );
-        assert!(stdout.is_empty(), "{args:?}: printed to stdout: {stdout}");
+        refused(args, &[needle]);
     }
     let dir = common::scratch("badlive");
     let files: &[(&str, &str)] = &[
