@@ -254,7 +254,9 @@ impl Peer {
     /// Starts `rdma-bench serve` on this peer at `port` (with `extra`
     /// options) and returns once it accepts connections.
     pub fn serve(&self, port: u16, extra: &[&str]) -> Serve {
-        let job = format!("serve-{port}-{}", std::process::id());
+        // A name of its own even when an earlier serve used this port: its
+        // exit status, still in the jobs directory, must not read as this one's.
+        let job = job_name(&format!("serve-{port}"));
         let b = bin();
         let port_s = port.to_string();
         let mut args = vec![

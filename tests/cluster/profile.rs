@@ -56,12 +56,12 @@ fn results_in(dir: &Path) -> PathBuf {
 #[ignore = "needs the soft-RoCE cluster: run via scripts/test"]
 fn profile_connects_to_the_other_host_and_its_counters_saw_every_wr() {
     let b = peer();
-    let _serve = b.serve(18740, &[]);
+    let _serve = b.serve(18750, &[]);
     let dir = scratch("profile-two-host");
     let set = dir.join("set.toml");
     std::fs::write(&set, SET).unwrap();
     let out = dir.join("out");
-    let connect = format!("{}:18740", b.addr);
+    let connect = format!("{}:18750", b.addr);
     let args = [
         "profile",
         "-d",
