@@ -91,6 +91,13 @@ pub struct FabricMetric {
     pub judged: bool,
 }
 
+impl FabricMetric {
+    /// Whether a lower value is the better one.
+    pub fn lower_is_better(&self) -> bool {
+        self.better == "lower"
+    }
+}
+
 /// One pair in one direction: `from` drove (WRITE's data flows from it),
 /// `to` served.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
@@ -133,7 +140,7 @@ impl FabricDoc {
         self.tests
             .iter()
             .flat_map(|t| &t.metrics)
-            .any(|m| m.name == metric && m.better == "lower")
+            .any(|m| m.name == metric && m.lower_is_better())
     }
 
     /// Measures entry `i` once more with `measure`, which fills the entry's

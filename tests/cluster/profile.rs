@@ -5,10 +5,10 @@
 //! to lay it over a loopback profile unless told `--force`, naming the
 //! condition that differs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use super::common::{read_json, run_within, scratch, text};
+use super::common::{profile_results_in, read_json, run_within, scratch, text};
 use super::hosts::peer;
 use super::WireCheck;
 use rdma_bench::results::{Record, ResultsDoc};
@@ -40,17 +40,6 @@ qps = 2
 "#;
 
 const POINTS: usize = 4;
-
-fn results_in(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && p.file_name().is_some_and(|n| n != "profile-plan.json")
-        })
-        .unwrap_or_else(|| panic!("no results file in {}", dir.display()))
-}
 
 #[test]
 #[ignore = "needs the soft-RoCE cluster: run via scripts/test"]
@@ -90,7 +79,10 @@ fn profile_connects_to_the_other_host_and_its_counters_saw_every_wr() {
 
     let plan = read_json(&out.join("profile-plan.json"));
     let passes = plan["passes"].as_u64().expect("the plan says its passes") as usize;
-    let doc: ResultsDoc = serde_json::from_value(read_json(&results_in(&out))).unwrap();
+    let doc: ResultsDoc = serde_json::from_value(read_json(
+        &profile_results_in(&out).expect("profile wrote a results file"),
+    ))
+    .unwrap();
     assert_eq!(doc.peer.mode, "tcp");
     assert_eq!(doc.peer.host.as_deref(), Some(b.name.as_str()));
     assert_eq!(

@@ -349,3 +349,14 @@ pub fn assert_validated_clean(what: &str, doc: &rdma_bench::results::ResultsDoc)
         assert_eq!(r.verify_failures, 0, "{at}");
     }
 }
+
+/// The results file `profile --out DIR` wrote (any JSON file but its plan).
+pub fn profile_results_in(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && p.file_name().is_some_and(|n| n != "profile-plan.json")
+        })
+}

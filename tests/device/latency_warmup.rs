@@ -6,36 +6,21 @@
 //! process, saw those and the measured ones and no more: 4 packets per RC
 //! WRITE ping-pong iteration in loopback (each side's WRITE and its ACK).
 
-use super::{counter_lifespan_ms, device, latency};
+use super::bidir_srq::port_counter;
+use super::latency;
 
 const ASKED: u64 = 10_000_000;
-
-/// rxe0's sent packets, read fresh from sysfs by this test.
-fn sent_pkts() -> u64 {
-    std::thread::sleep(std::time::Duration::from_secs_f64(
-        (2.0 * counter_lifespan_ms() + 11.0) / 1e3,
-    ));
-    let path = format!(
-        "/sys/class/infiniband/{}/ports/1/hw_counters/sent_pkts",
-        device()
-    );
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .trim()
-        .parse()
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn a_timed_latency_warmup_stops_at_a_fifth_of_the_window() {
     let asked = ASKED.to_string();
-    let before = sent_pkts();
+    let before = port_counter("sent_pkts");
     let (doc, _) = latency(
         "warmup-cap",
         &["write", "-s", "64", "-D", "0.25", "--warmup", &asked],
     );
-    let after = sent_pkts();
+    let after = port_counter("sent_pkts");
     let r = doc.latency().next().expect("one point");
     eprintln!(
         "MEASURED: -D 0.25 --warmup {ASKED}: {} warm-up iterations dropped, {} measured",

@@ -6,11 +6,11 @@
 //! verdict each, a change called only where the two values' intervals are
 //! apart, and most points come out alike (how many is printed).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::common::{bin, read_json, scratch, text};
+use super::common::{bin, profile_results_in, read_json, scratch, text};
 use super::{device, RUN_DEADLINE_S};
 
 /// Three figures: latency vs size, inbound vs size, Mops vs S; 6 points.
@@ -49,18 +49,8 @@ fn base(label: &str) -> &str {
     label.rsplit_once(" [pass ").map_or(label, |(b, _)| b)
 }
 
-fn results_in(dir: &Path) -> Option<PathBuf> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            p.extension().is_some_and(|x| x == "json")
-                && p.file_name().is_some_and(|n| n != "profile-plan.json")
-        })
-}
-
 fn records(dir: &Path) -> Vec<serde_json::Value> {
-    results_in(dir)
+    profile_results_in(dir)
         .and_then(|p| std::fs::read(p).ok())
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .and_then(|v| v["results"].as_array().cloned())
@@ -231,8 +221,8 @@ fn profile_plans_resumes_without_measuring_twice_and_compares_with_intervals() {
     let cmp_json = dir.join("cmp.json");
     let out = Command::new(bin())
         .arg("compare")
-        .arg(results_in(&a).unwrap())
-        .arg(results_in(&b).unwrap())
+        .arg(profile_results_in(&a).unwrap())
+        .arg(profile_results_in(&b).unwrap())
         .arg("--json")
         .arg(&cmp_json)
         .output()

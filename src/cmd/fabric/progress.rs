@@ -35,7 +35,7 @@ pub fn round_line(doc: &FabricDoc, round: u32, rounds: u32, first: usize) -> Str
     let mut slowest = Vec::new();
     for t in &doc.tests {
         for m in t.metrics.iter().filter(|m| m.judged) {
-            let lower = m.better == "lower";
+            let lower = m.lower_is_better();
             let worst = doc
                 .entries
                 .iter()

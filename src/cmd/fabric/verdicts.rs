@@ -31,7 +31,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 fn better_of(m: &FabricMetric) -> Better {
-    if m.better == "lower" {
+    if m.lower_is_better() {
         Better::Lower
     } else {
         Better::Higher
