@@ -254,6 +254,12 @@ impl ArrivalBuf {
         }
         Ok(k)
     }
+
+    /// Whether a poll that returned `k` arrivals emptied the CQ (a full
+    /// batch may have left more behind).
+    pub fn drained(&self, k: usize) -> bool {
+        k < POLL_BATCH
+    }
 }
 
 /// Batches polled past a flush looking for the completion that caused it.

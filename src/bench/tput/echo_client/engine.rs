@@ -43,6 +43,8 @@ struct Flights {
     in_flight: usize,
     /// Requests given up on: no response within the loss timeout.
     abandoned: u64,
+    /// The longest round trip that has landed (clock ticks, pass-grained).
+    longest: u64,
 }
 
 impl Flights {
@@ -55,14 +57,25 @@ impl Flights {
             done: vec![0; qps],
             in_flight: 0,
             abandoned: 0,
+            longest: 0,
         }
     }
 
-    /// Frees every slot whose request has waited longer than `after` since
-    /// `now`: over UC/UD a lost request or response never comes back, and a
-    /// slot left busy would shrink the window for the rest of the run. Its
-    /// marker moves on, so a late answer cannot complete the next request.
+    /// Frees every slot whose request has waited longer than `after`, and
+    /// twice the longest round trip landed so far, since `now`: over UC/UD a
+    /// lost request or response never comes back, and a slot left busy
+    /// would shrink the window for the rest of the run. Its marker moves on,
+    /// so a late answer cannot complete the next request.
+    ///
+    /// The second bound is why a slow server is not taken for a lossy wire:
+    /// thousands of requests in flight wait in its receive queue for as long
+    /// as it takes to answer them all (seconds in a TCG guest at `-q 1024`),
+    /// and every one of them comes back. Freed too early, a slot takes a new
+    /// request while its answer is still coming, two responses wait for one
+    /// slot, and the receive CQ, sized for one per slot, can overflow and
+    /// put the QP in the error state.
     fn abandon_lost(&mut self, now: u64, after: u64) {
+        let after = after.max(self.longest.saturating_mul(2));
         for i in 0..self.busy.len() {
             if self.busy[i] && now.wrapping_sub(self.sent_at[i]) > after {
                 self.busy[i] = false;
@@ -73,14 +86,16 @@ impl Flights {
         }
     }
 
-    /// A response for slot `k` of QP `q` arrived; one for a slot not in
-    /// flight (a duplicate) is ignored.
+    /// A response for slot `k` of QP `q` arrived, seen by the pass that
+    /// started at `now`; one for a slot not in flight (a duplicate) is
+    /// ignored.
     #[inline(always)]
-    fn land(&mut self, q: usize, k: usize) -> bool {
+    fn land(&mut self, q: usize, k: usize, now: u64) -> bool {
         let i = q * self.window + k;
         if !self.busy[i] {
             return false;
         }
+        self.longest = self.longest.max(now.wrapping_sub(self.sent_at[i]));
         self.busy[i] = false;
         self.gen[i] += 1;
         self.done[q] += 1;
@@ -240,11 +255,11 @@ fn echo_client_thread(
             }
             break;
         }
-        if lossy && now.wrapping_sub(last_sweep) > loss_after / 4 {
-            fl.abandon_lost(now, loss_after);
-            last_sweep = now;
-        }
         let mut progress = false;
+        // The clock as last read in this pass (every few posts): when a
+        // request was posted and a WRITE response seen, to within those
+        // few posts, even when a pass over many QPs takes seconds.
+        let mut read = now;
         // Waiting for tokens is not a stalled server.
         let mut pacing = false;
         // QPs refused tokens this pass: when that is all of them, the
@@ -255,8 +270,11 @@ fn echo_client_thread(
         // count) as the pass goes, not only once it has posted to every QP.
         let scan = s.resp_verb == EchoVerb::Write;
         for q in 0..n {
-            if !stopping && within.due() && head_due(&win, clock.now()) {
-                continue 'pass;
+            if !stopping && within.due() {
+                read = clock.now();
+                if head_due(&win, read) {
+                    continue 'pass;
+                }
             }
             if scan {
                 let responses = s.req.offset(q) + last;
@@ -265,7 +283,7 @@ fn echo_client_thread(
                     if fl.busy[i]
                         && s.req.mr.read_u8(responses + layout.response(k)) == marker(fl.gen[i])
                     {
-                        progress |= fl.land(q, k);
+                        progress |= fl.land(q, k, read);
                     }
                 }
             }
@@ -277,8 +295,11 @@ fn echo_client_thread(
                 if fl.busy[i] || tx.outstanding(q) >= sq_room || tx.posted[q] >= limit {
                     continue;
                 }
-                if within.due() && head_due(&win, clock.now()) {
-                    continue 'pass;
+                if within.due() {
+                    read = clock.now();
+                    if head_due(&win, read) {
+                        continue 'pass;
+                    }
                 }
                 if let Some(pacers) = pacers.as_mut() {
                     if !pacers.take(q, now, 1) {
@@ -296,7 +317,7 @@ fn echo_client_thread(
                 s.req.qps[q].post_send(l)?;
                 tx.posted[q] = seq;
                 fl.busy[i] = true;
-                fl.sent_at[i] = now;
+                fl.sent_at[i] = read;
                 fl.in_flight += 1;
                 progress = true;
             }
@@ -312,6 +333,10 @@ fn echo_client_thread(
         }
         // SEND responses: the receive CQ, whichever QPs they came to.
         let mut landed = 0;
+        let polled_at = clock.now();
+        // Whether every response that has arrived has been seen (WRITE
+        // responses: the scan saw each slot).
+        let mut drained = true;
         if let (Some(ring), EchoVerb::Send) = (&mut s.recvs, s.resp_verb) {
             let rs = s.resp.as_mut().unwrap_or(&mut s.req);
             let k = arrivals
@@ -331,13 +356,20 @@ fn echo_client_thread(
                             let qp = (s.first_qp + a.qp) as u32;
                             rc.check(&rs.mr, at, qp, checked[a.qp], slot as u64, 1, 1);
                         }
-                        fl.land(a.qp, slot);
+                        fl.land(a.qp, slot, polled_at);
                     }
                 }
                 ring.consumed(a.qp, &mut rs.qps[a.qp])?;
                 progress = true;
             }
             landed = k;
+            drained = arrivals.drained(k);
+        }
+        // Losses are judged only once every response that came has been
+        // polled: a slot whose answer waits in the CQ is not lost.
+        if lossy && drained && polled_at.wrapping_sub(last_sweep) > loss_after / 4 {
+            fl.abandon_lost(polled_at, loss_after);
+            last_sweep = polled_at;
         }
         let k = tx
             .reap(&s.req.send_cq, req_label)
@@ -430,4 +462,45 @@ fn sleep_for_responses(req: &QpSet, ms: i32) -> Result<()> {
         take_event_within(ch, &[&req.send_cq, &req.recv_cq], ms)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Flights;
+
+    /// One QP, `w` slots, each posted at tick 0.
+    fn posted(w: usize) -> Flights {
+        let mut fl = Flights::new(1, w);
+        fl.busy.fill(true);
+        fl.in_flight = w;
+        fl
+    }
+
+    #[test]
+    fn a_queue_slower_than_the_loss_timeout_is_not_taken_for_losses() {
+        // Answers take 6 ticks to come back, the loss timeout is 4: the
+        // first one lands at 6, so the others, still queued at the server
+        // at 9, are not given up on until twice that round trip.
+        let mut fl = posted(3);
+        assert!(fl.land(0, 0, 6));
+        fl.abandon_lost(9, 4);
+        assert_eq!((fl.abandoned, fl.in_flight), (0, 2));
+        assert!(fl.land(0, 1, 9));
+        // One that has waited longer than twice the longest round trip (9)
+        // is lost.
+        fl.abandon_lost(19, 4);
+        assert_eq!((fl.abandoned, fl.in_flight), (1, 0));
+        // Its marker moved on: a late answer completes nothing.
+        assert!(!fl.land(0, 2, 20));
+        assert_eq!(fl.done, vec![2]);
+    }
+
+    #[test]
+    fn with_nothing_landed_the_loss_timeout_alone_decides() {
+        let mut fl = posted(2);
+        fl.abandon_lost(4, 4);
+        assert_eq!(fl.abandoned, 0);
+        fl.abandon_lost(5, 4);
+        assert_eq!((fl.abandoned, fl.in_flight), (2, 0));
+    }
 }
