@@ -333,10 +333,15 @@ fn cm_srq_post_api_ex_rate_and_interval_through_serve() {
         assert!((f.elapsed_s - 0.25).abs() < 0.05, "{iv:?}");
     }
 
-    // --rate at half of what the same series saturated at, checked by this
-    // host's own packet count (one UC WRITE of 64 B is one packet).
+    // --rate at a quarter of what the same series saturated at, checked by
+    // this host's own packet count (one UC WRITE of 64 B is one packet). Not
+    // half: three guests share two cores, and with one more process busy on
+    // the host the sender fell short of half of what it had just saturated
+    // at (727 ops/s of 855 offered, the device agreeing): a stall longer
+    // than a window's worth of tokens costs tokens, by design (pace.rs). A
+    // quarter leaves room for such stalls, still far below saturation.
     let saturated = tput("saturated").mops;
-    let offered = saturated / 2.0;
+    let offered = saturated / 4.0;
     let paced = experiment(
         &format!("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\ntransport = \"uc\"\nsize = 64\nduration = 1.0\nrate = {offered:.6}"),
         &[("rate", "")],
