@@ -43,7 +43,8 @@ struct Flights {
     in_flight: usize,
     /// Requests given up on: no response within the loss timeout.
     abandoned: u64,
-    /// The longest round trip that has landed (clock ticks, pass-grained).
+    /// The longest round trip that has landed (clock ticks, to within the
+    /// few posts between the pass's clock readings).
     longest: u64,
 }
 
@@ -61,8 +62,8 @@ impl Flights {
         }
     }
 
-    /// Frees every slot whose request has waited longer than `after`, and
-    /// twice the longest round trip landed so far, since `now`: over UC/UD a
+    /// Frees every slot whose request has waited, by `now`, longer than both
+    /// `after` and twice the longest round trip landed so far: over UC/UD a
     /// lost request or response never comes back, and a slot left busy
     /// would shrink the window for the rest of the run. Its marker moves on,
     /// so a late answer cannot complete the next request.
@@ -86,9 +87,9 @@ impl Flights {
         }
     }
 
-    /// A response for slot `k` of QP `q` arrived, seen by the pass that
-    /// started at `now`; one for a slot not in flight (a duplicate) is
-    /// ignored.
+    /// A response for slot `k` of QP `q` arrived, seen at `now` (the
+    /// pass's latest clock reading); one for a slot not in flight (a
+    /// duplicate) is ignored.
     #[inline(always)]
     fn land(&mut self, q: usize, k: usize, now: u64) -> bool {
         let i = q * self.window + k;
@@ -333,7 +334,9 @@ fn echo_client_thread(
         }
         // SEND responses: the receive CQ, whichever QPs they came to.
         let mut landed = 0;
-        let polled_at = clock.now();
+        // Only a lossy run (SEND responses always are) times what it polls
+        // and sweeps for losses; RC's WRITE responses need no clock here.
+        let polled_at = if lossy { clock.now() } else { read };
         // Whether every response that has arrived has been seen (WRITE
         // responses: the scan saw each slot).
         let mut drained = true;
