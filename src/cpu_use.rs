@@ -99,9 +99,44 @@ fn parse_proc_stat(text: &str) -> (Option<(u64, u64)>, u32) {
     (host, cpus)
 }
 
+/// How long the calling thread has waited so far, runnable, for a CPU that
+/// other threads held: the kernel's run delay, the second field of
+/// `/proc/thread-self/schedstat`. `None` where the kernel keeps no such
+/// figure. Read at a span's edges, never inside a measured loop.
+pub fn thread_run_delay() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    parse_run_delay(&text)
+}
+
+/// `run_delay` (ns) out of a schedstat line: "on-CPU-ns run-delay-ns slices".
+fn parse_run_delay(text: &str) -> Option<Duration> {
+    let ns: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn schedstat_run_delay_is_its_second_field() {
+        assert_eq!(
+            parse_run_delay("123 4500000000 7\n"),
+            Some(Duration::from_millis(4500))
+        );
+        assert_eq!(parse_run_delay("123\n"), None);
+        assert_eq!(parse_run_delay(""), None);
+        assert_eq!(parse_run_delay("1 x 2"), None);
+    }
+
+    #[test]
+    fn this_threads_run_delay_only_grows() {
+        // Where the kernel keeps it (Linux with schedstats or delay accounting).
+        let Some(a) = thread_run_delay() else { return };
+        std::thread::yield_now();
+        let b = thread_run_delay().expect("read once, readable again");
+        assert!(b >= a, "{a:?} then {b:?}");
+    }
 
     #[test]
     fn proc_stat_busy_excludes_idle_and_iowait() {

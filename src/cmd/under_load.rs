@@ -21,6 +21,7 @@ use crate::bench::{run_client, run_tput_client_held, LoadHold, Port, TputOutcome
 use crate::cli::TestArgs;
 use crate::clock::Clock;
 use crate::connect::Control;
+use crate::cpu_use::thread_run_delay;
 use crate::error::{Error, Result};
 use crate::report::PeerInfo;
 use crate::results::{BackgroundLoad, LatencyRecord, Record};
@@ -188,7 +189,7 @@ impl UnderLoadSpec {
             None
         };
         for load in &self.loads {
-            let (bg, (bg_out, mut rec, peer)) = match (load, at_max.take()) {
+            let (bg, (bg_out, mut rec, peer, waited)) = match (load, at_max.take()) {
                 (Load::Max, Some(measured)) => measured,
                 (_, kept) => {
                     at_max = kept;
@@ -230,6 +231,8 @@ impl UnderLoadSpec {
                 elapsed_s: r.elapsed_s,
                 per_qp_ops: r.per_qp_ops.clone(),
                 device_counters: (!r.device_counters.is_empty()).then(|| r.device_counters.clone()),
+                probe_run_delay_s: waited.run_delay.map(|d| d.as_secs_f64()),
+                probe_span_s: waited.run_delay.map(|_| waited.span.as_secs_f64()),
             });
             on_record(Record::Latency(rec), &peer)?;
         }
@@ -242,7 +245,7 @@ impl UnderLoadSpec {
         &self,
         bg: &TputSpec,
         at: &Peer<'_>,
-    ) -> Result<(TputOutcome, LatencyRecord, PeerInfo)> {
+    ) -> Result<(TputOutcome, LatencyRecord, PeerInfo, ProbeWait)> {
         let hold = LoadHold::default();
         let threads = bg.points[0].threads;
         std::thread::scope(|s| {
@@ -259,12 +262,22 @@ impl UnderLoadSpec {
             // The probe's client pins past the issuers (this thread's pins only).
             crate::affinity::shift_pins(threads as usize);
             let probed = wait_open(&hold, threads, bg.timeout_s, || bg_thread.is_finished())
-                .and_then(|()| probe(&self.probe, at));
+                .and_then(|()| {
+                    let (started, delay0) = (Instant::now(), thread_run_delay());
+                    let out = probe(&self.probe, at)?;
+                    let waited = ProbeWait {
+                        span: started.elapsed(),
+                        run_delay: delay0
+                            .zip(thread_run_delay())
+                            .map(|(a, b)| b.saturating_sub(a)),
+                    };
+                    Ok((out, waited))
+                });
             crate::affinity::shift_pins(0);
             hold.release();
             let loaded = bg_thread.join().unwrap_or(Err(Error::Interrupted));
             match (probed, loaded) {
-                (Ok((rec, peer)), Ok(out)) => Ok((out, rec, peer)),
+                (Ok(((rec, peer), waited)), Ok(out)) => Ok((out, rec, peer, waited)),
                 // The probe stopped because the background failed: its error says why.
                 (Err(Error::Interrupted), Err(e)) => Err(e),
                 (Err(e), _) | (Ok(_), Err(e)) => Err(e),
@@ -296,6 +309,13 @@ fn wait_open(
         std::thread::sleep(Duration::from_millis(1));
     }
     Ok(())
+}
+
+/// How long the probe's thread waited for its CPU over the probe's run.
+struct ProbeWait {
+    span: Duration,
+    /// `None` where the kernel keeps no run delay.
+    run_delay: Option<Duration>,
 }
 
 /// Where the background and the probe find their server.

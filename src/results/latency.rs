@@ -136,6 +136,16 @@ pub struct BackgroundLoad {
     /// packets, the probe's included).
     #[serde(default)]
     pub device_counters: Option<CounterDeltas>,
+    /// How long the probe's thread waited, runnable, for its CPU while other
+    /// threads held it (the kernel's run delay, `/proc/thread-self/schedstat`),
+    /// over `probe_span_s`, the probe's run from its setup to its last sample.
+    /// Where the background shares the probe's CPU this is the time it took
+    /// from the probe; a stall of the whole host while the probe runs counts
+    /// as the probe's run time, not as waiting. `null` where unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_run_delay_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_span_s: Option<f64>,
 }
 
 /// CSV columns of latency records, in their stable order (`histogram` stays
