@@ -274,18 +274,13 @@ def group_series(items, x_fn, vary_keys=(), tag_runs=True, by_run=False, key_fn=
     A line is the records sharing a key (by default the series label). If
     one of `vary_keys` (parameters other than x) takes several values inside
     a key, the label gets " key=value" so each line holds one configuration.
-    Then a line's records are split by run, each part's label ending in
-    " — " and the run's tag, unless tag_runs is false (the caller then
-    separates runs itself):
-    - always, when the runs were named (--label) with more than one name:
-      the names are what the legend tells profiles apart by, so every
-      profile has lines of its own, named, whether its points meet another's
-      or not; files given one name stay one line;
-    - when the records come from several files and would put two points at
-      one x (the tag is then the file's device @ host, date, ...);
-    - with by_run, when they come from runs of other device @ host, date:
-      for an x that is measured rather than set (achieved Mops), where two
-      runs' points never share an x and would be drawn as one line."""
+    Unless tag_runs is false (the caller then separates runs itself), a
+    line's records are split by run, each part's label ending in " — "
+    and the run's tag: always when the runs have several --label names (so
+    each profile has its own lines, named; files of one name stay one
+    line); when files would put two points at one x; and with by_run, by
+    device @ host, date, for a measured x (achieved Mops) that two runs'
+    points never share."""
     by_key = OrderedDict()
     for run, rec in items:
         by_key.setdefault(key_fn(rec), []).append((run, rec))
