@@ -27,20 +27,13 @@ def main():
                    help="which records to compare (default: the only kind present)")
     p.add_argument("--metric", choices=["mops", "gbps"], default="mops",
                    help="throughput y axis: Mops (default) or Gb/s of payload")
-    p.add_argument("--label", action="append", metavar="TEXT",
-                   help="name of a run in the legend, once per file in the order given")
     y = p.add_mutually_exclusive_group()
     y.add_argument("--logy", action="store_true",
                    help="log y axis (default: log only when the highest value is over 20x the lowest)")
     y.add_argument("--linear", action="store_true", help="linear y axis")
     a = p.parse_args()
 
-    runs = rr.load_runs(a.files)
-    if a.label:
-        if len(a.label) != len(runs):
-            raise rr.Unusable(f"{len(a.label)} --label for {len(runs)} files: give one per file")
-        for run, text in zip(runs, a.label):
-            run.tag = text
+    runs = rr.load_runs(a.files, a.label)  # a --label is the run's tag
     kind = a.kind
     if kind is None:
         kinds = {r.get("kind") for run in runs for r in run.records} & {"latency", "throughput"}

@@ -32,7 +32,7 @@ def main():
     y.add_argument("--linear", action="store_true", help="linear latency axis")
     a = p.parse_args()
 
-    runs = rr.load_runs(a.files)
+    runs = rr.load_runs(a.files, a.label)
     band_key = BANDS.get(a.band)
     needs = ("size", "p50_ns") + ((band_key,) if band_key else ())
     items = rr.select(runs, "latency", needs)

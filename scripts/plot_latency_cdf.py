@@ -45,7 +45,7 @@ def main():
                    help="plot 1 - CDF (fraction of samples above x) on a log axis to show the tail")
     a = p.parse_args()
 
-    runs = rr.load_runs(a.files)
+    runs = rr.load_runs(a.files, a.label)
     items = [(run, r) for run, r in rr.select(runs, "latency", ("size",)) if usable(r)]
     if not items:
         raise rr.Unusable("no latency records with a histogram in " + ", ".join(a.files))

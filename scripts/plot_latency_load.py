@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots latency under load (`--under-load`): the probe's p50, p99 and p99.9
 (µs, log axis) against the Mops the background achieved beside it, one colour
-per series (verb), one marker line per percentile: the "hockey stick".
+per series (verb) and run, one marker line per percentile: the "hockey stick".
 
 Each latency record with an `achieved_mops` is one point; records without
 one (unloaded runs) are skipped.
@@ -22,9 +22,11 @@ PERCENTILES = (("p50_ns", "p50", "-"), ("p99_ns", "p99", "--"), ("p999_ns", "p99
 def main():
     p = rr.parser(__doc__, "latency-under-load.png")
     a = p.parse_args()
-    runs = rr.load_runs(a.files)
+    runs = rr.load_runs(a.files, a.label)
     items = rr.select(runs, "latency", ("achieved_mops", "p50_ns", "p99_ns", "p999_ns"))
-    series = rr.group_series(items, lambda r: r["achieved_mops"], vary_keys=("size",))
+    # x is measured, so two runs' points never meet at one: by_run keeps each
+    # run (profile) a line of its own instead of one line through both.
+    series = rr.group_series(items, lambda r: r["achieved_mops"], vary_keys=("size",), by_run=True)
 
     fig, ax = rr.new_figure()
     lows, highs = [], []

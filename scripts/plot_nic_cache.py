@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots the "NIC cache miss" experiment (bench-configs/nic-cache.toml):
 left, throughput against the size of the remote region each QP's WRs land
-in (--region, log2 axis), one line per --offsets; right, throughput
+in (--region, log2 axis), one line per --offsets (and per run); right, throughput
 against the number of QPs for the series whose QP count varies, one line
 per series (e.g. one MR per QP vs one per thread).
 
@@ -50,7 +50,7 @@ def software_device(runs):
 def main():
     p = rr.parser(__doc__, "nic-cache.png")
     a = p.parse_args()
-    runs = rr.load_runs(a.files)
+    runs = rr.load_runs(a.files, a.label)
     items = [(run, r) for run, r in rr.select(runs, "throughput", ("mops",))
              if isinstance(r.get("region"), int)]
     if not items:
@@ -65,15 +65,15 @@ def main():
     fig, axes = rr.plt.subplots(1, 2, figsize=(14, 6.2))
     ys_all = []
     ax = axes[0]
-    by_offsets = OrderedDict()
-    for run, r in left:
-        by_offsets.setdefault(r.get("offsets") or "fixed", []).append((r["region"], r["mops"]))
-    for i, (offsets, pts) in enumerate(by_offsets.items()):
-        pts.sort()
+    # One line per --offsets, and per run: group_series splits the runs
+    # (profiles) as every figure does, so two profiles' points are not one line.
+    by_offsets = rr.group_series(left, lambda r: r["region"],
+                                 key_fn=lambda r: f"{r.get('offsets') or 'fixed'} offsets")
+    for i, s in enumerate(by_offsets):
         color, marker = rr.style(i)
-        ax.plot([x for x, _ in pts], [y for _, y in pts], color=color, marker=marker,
-                ms=5, lw=1.6, label=f"{offsets} offsets")
-        ys_all += [y for _, y in pts]
+        ys = s.ys(lambda r: r["mops"])
+        ax.plot(s.xs, ys, color=color, marker=marker, ms=5, lw=1.6, label=s.label)
+        ys_all += ys
     if left:
         xs = sorted({r["region"] for _, r in left})
         rr.log2_axis(ax, xs, "x", fmt=rr.human_bytes)

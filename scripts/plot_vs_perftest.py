@@ -28,7 +28,7 @@ def load(path):
 
 
 def main():
-    p = rr.parser(__doc__, "vs-perftest.png")
+    p = rr.parser(__doc__, "vs-perftest.png", labels=False)
     a = p.parse_args()
     doc = load(a.files[0])
     fig, axes = rr.plt.subplots(1, 2, figsize=(12, 5.2))

@@ -102,6 +102,7 @@ class Run:
         self.time = started[11:19] if len(started) >= 19 else ""
         self.experiment = doc.get("experiment") or None
         self.environment = doc.get("environment") or None
+        self.name = None  # the --label given for this file, if any
         self.tag = self.label  # made unique across runs by load_runs
 
     @property
@@ -115,8 +116,12 @@ class Run:
         return os.path.basename(self.path)
 
 
-def load_runs(paths):
-    """Reads every file; any unreadable one stops the script with one line."""
+def load_runs(paths, names=None):
+    """Reads every file; any unreadable one stops the script with one line.
+    `names` (the --label options, one per file) name the runs in legends:
+    files given one name are one run (e.g. the files of one profile)."""
+    if names and len(names) != len(paths):
+        raise Unusable(f"{len(names)} --label for {len(paths)} files: give one per file")
     runs = []
     for path in paths:
         try:
@@ -138,7 +143,11 @@ def load_runs(paths):
         if isinstance(version, int) and version > SCHEMA_VERSION:
             warn(f"{path}: schema_version {version} is newer than {SCHEMA_VERSION}; plotting anyway")
         runs.append(Run(path, doc))
-    _unique_tags(runs)
+    if names:
+        for run, name in zip(runs, names):
+            run.name = run.tag = name
+    else:
+        _unique_tags(runs)
     return runs
 
 
@@ -259,20 +268,24 @@ class Series:
         return [fn(p[2]) for p in self.points]
 
 
-def group_series(items, x_fn, vary_keys=(), tag_runs=True):
+def group_series(items, x_fn, vary_keys=(), tag_runs=True, by_run=False, key_fn=series_label):
     """Splits (run, record) pairs into lines.
 
-    A line is the records sharing a series label. If one of `vary_keys`
-    (parameters other than x) takes several values inside a label, the label
-    gets " key=value" so each line holds one configuration. If a label's
-    records come from several files and would put two points at one x, each
-    file gets its own line, tagged with its run (device @ host, date, ...)
-    unless tag_runs is false (the caller then separates runs itself)."""
-    by_label = OrderedDict()
+    A line is the records sharing a key (by default the series label). If
+    one of `vary_keys` (parameters other than x) takes several values inside
+    a key, the label gets " key=value" so each line holds one configuration.
+    Unless tag_runs is false (the caller then separates runs itself), a
+    line's records are split by run, each part's label ending in " — "
+    and the run's tag: always when the runs have several --label names (so
+    each profile has its own lines, named; files of one name stay one
+    line); when files would put two points at one x; and with by_run, by
+    device @ host, date, for a measured x (achieved Mops) that two runs'
+    points never share."""
+    by_key = OrderedDict()
     for run, rec in items:
-        by_label.setdefault(series_label(rec), []).append((run, rec))
+        by_key.setdefault(key_fn(rec), []).append((run, rec))
     lines = OrderedDict()
-    for base, members in by_label.items():
+    for base, members in by_key.items():
         varying = [k for k in vary_keys
                    if len({json.dumps(r.get(k), sort_keys=True) for _, r in members}) > 1]
         for run, rec in members:
@@ -280,18 +293,43 @@ def group_series(items, x_fn, vary_keys=(), tag_runs=True):
             if varying:
                 label += ", " + ", ".join(_param(k, rec.get(k)) for k in varying)
             lines.setdefault(label, []).append((run, rec))
+    named = len({run.name for run, _ in items if run.name}) > 1
     out = OrderedDict()
     for label, members in lines.items():
-        runs_here = list(OrderedDict((id(r), r) for r, _ in members).values())
-        xs = [x_fn(rec) for _, rec in members]
-        clash = len(runs_here) > 1 and len(set(xs)) < len(xs)
-        if clash and tag_runs:
-            for run in runs_here:
-                mine = [(run, rec) for r, rec in members if r is run]
-                _add_series(out, f"{label} \u2014 {run.tag}", label, mine, x_fn)
-        else:
+        if not tag_runs:
             _add_series(out, label, label, members, x_fn)
+            continue
+        if named or _clash(members, x_fn):
+            parts = _split(members, lambda run: run.tag)
+        elif by_run:
+            parts = _split(members, lambda run: run.label)
+        else:
+            parts = {None: members}
+        if len(parts) == 1 and not named:
+            _add_series(out, label, label, members, x_fn)
+            continue
+        for tag, mine in parts.items():
+            if _clash(mine, x_fn):
+                # Files of one name that meet at an x: one line per file.
+                for _, theirs in _split(mine, lambda run: run.path).items():
+                    run = theirs[0][0]
+                    _add_series(out, f"{label} — {tag} [{run.basename}]", label, theirs, x_fn)
+            else:
+                _add_series(out, f"{label} — {tag}", label, mine, x_fn)
     return list(out.values())
+
+
+def _split(members, key):
+    parts = OrderedDict()
+    for run, rec in members:
+        parts.setdefault(key(run), []).append((run, rec))
+    return parts
+
+
+def _clash(members, x_fn):
+    """True when records of more than one file put two points at one x."""
+    xs = [x_fn(rec) for _, rec in members]
+    return len({id(run) for run, _ in members}) > 1 and len(set(xs)) < len(xs)
 
 
 def _add_series(out, label, base, members, x_fn):
@@ -497,15 +535,23 @@ def save(fig, out):
 # Command line
 
 
-def parser(doc, default_name):
-    """An ArgumentParser with the positional files and -o; the script's
-    docstring is its description."""
+def parser(doc, default_name, labels=True):
+    """An ArgumentParser with the positional files, -o and (unless labels is
+    false, for a script that draws no runs) --label; the script's docstring
+    is its description."""
     p = argparse.ArgumentParser(description=doc.strip() if doc else None,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE.json",
                    help="rdma-bench results file(s) (--json output)")
     p.add_argument("-o", "--output", metavar="FILE", default=os.path.join("plots", default_name),
                    help=f"PNG to write (default: plots/{default_name}, relative to the current directory)")
+    if labels:
+        # `rdma-bench report` names each profile's files so: its legends then
+        # say which profile a line is, by the name the page gives it.
+        p.add_argument("--label", action="append", metavar="TEXT",
+                       help="name of a run in the legend, once per file in the order given "
+                            "(files given one name are one run, each line of it named so); "
+                            "default: the device @ host, date each file records")
     return p
 
 
@@ -526,7 +572,7 @@ def tput_options(p, metric=True):
 def plot_tput(a, what, x_fn, x_name, vary_keys, x_axis, metric="mops"):
     """One throughput figure: y = Mops (or Gb/s) of each record, x = x_fn(record),
     one line per series; x_axis(ax, xs) draws the x axis."""
-    runs = load_runs(a.files)
+    runs = load_runs(a.files, a.label)
     items = select(runs, "throughput", tput_needs(metric))
     items = [(run, r) for run, r in items if x_fn(r) is not None]
     if not items:

@@ -430,3 +430,69 @@ fn profile_plans_within_its_budget_and_refuses_bad_input_before_any_device() {
     }
     assert!(!Path::new(fresh).exists(), "nothing made for refused input");
 }
+
+/// The text of one figure of a page: matplotlib draws text as paths and
+/// keeps each string in a comment beside them, so legends are readable here.
+fn figure_texts(html: &str, id: &str) -> Vec<String> {
+    let figure = html
+        .split(&format!("data-figure=\"{id}\""))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no figure {id}"))
+        .split("</figure>")
+        .next()
+        .unwrap();
+    figure
+        .split("<!-- ")
+        .skip(1)
+        .map(|t| t.split(" -->").next().unwrap().to_string())
+        .collect()
+}
+
+/// Two committed profiles on one page: in the NIC-cache and under-load
+/// figures (whose x values never meet across profiles) each profile has
+/// lines of its own, named in the legend by the name the page gives it.
+#[test]
+fn two_profiles_have_their_own_lines_named_by_their_labels() {
+    let dir = scratch("report-labels");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let (a, b) = (
+        root.join("profile-rxe0-loopback"),
+        root.join("profile-rxe0-two-host"),
+    );
+    let html = page(
+        &dir,
+        &[&a, &b],
+        &["--force", "--label", "loop", "--label", "wire"],
+    );
+    for (id, lines) in [
+        ("nic-cache", &["random offsets", "one MR per QP"][..]),
+        ("latency-under-load", &["WRITE under load"][..]),
+    ] {
+        let texts = figure_texts(&html, id);
+        for line in lines {
+            for label in ["loop", "wire"] {
+                let want = format!("{line} \u{2014} {label}");
+                assert!(
+                    texts.iter().any(|t| t.starts_with(&want)),
+                    "{id}: no line {want:?} in {texts:?}"
+                );
+            }
+        }
+        assert!(
+            !texts
+                .iter()
+                .any(|t| t.contains("@ vm-qemu, 2026") && t.contains('\u{2014}')),
+            "{id}: a line named by the scripts' own tag: {texts:?}"
+        );
+    }
+    // Without --label, the page's default names (device @ host, date) are
+    // the legend's.
+    let html = page(&dir, &[&a, &b], &["--force"]);
+    let texts = figure_texts(&html, "latency-under-load");
+    for host in ["rxe0 @ vm-qemu, 2026-12-02", "rxe0 @ h1, 2026-12-03"] {
+        assert!(
+            texts.iter().any(|t| t.contains(host)),
+            "no line named {host:?} in {texts:?}"
+        );
+    }
+}

@@ -63,7 +63,8 @@ pub struct ReportArgs {
     /// The HTML page to write (one self-contained file).
     #[arg(short = 'o', long, value_name = "FILE", help_heading = "Output")]
     pub output: PathBuf,
-    /// Name each profile (once per input, in order; default: device @ host, date).
+    /// Name each profile, on the page and in its figures' legends (once per input, in
+    /// order; default: device @ host, date).
     #[arg(long, value_name = "TEXT", help_heading = "Output")]
     pub label: Vec<String>,
     /// Report even when the profiles' run conditions differ.

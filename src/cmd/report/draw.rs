@@ -1,7 +1,8 @@
 //! The page's figures, drawn by the plotting scripts (one code per figure:
 //! the same scripts `scripts/plot-results` runs): each figure's records are
 //! written to temporary results files, one per input file so the scripts
-//! still tell runs apart, and the script writes an SVG whose text is drawn
+//! still tell runs apart, each named by its profile's name (`--label`) for
+//! the legends, and the script writes an SVG whose text is drawn
 //! as paths (no fonts to fetch).
 
 use std::path::{Path, PathBuf};
@@ -68,16 +69,17 @@ impl Drop for Scratch {
 }
 
 /// One figure as SVG markup (the XML prolog dropped), from every input
-/// file's records of that figure.
+/// file's records of that figure; `files` are (profile name, document).
 pub fn figure_svg(
     scripts: &Path,
     scratch: &Path,
     figure: Figure,
-    files: &[&(String, ResultsDoc)],
+    files: &[(&str, &ResultsDoc)],
 ) -> Result<String> {
     let mut inputs = Vec::new();
-    for (i, (_, doc)) in files.iter().enumerate() {
-        let keep: Vec<_> = by_series_of([doc])
+    let mut labels = Vec::new();
+    for (i, (label, doc)) in files.iter().enumerate() {
+        let keep: Vec<_> = by_series_of([*doc])
             .into_iter()
             .filter(|s| s.figure == Some(figure))
             .flat_map(|s| s.records.into_iter().cloned())
@@ -85,13 +87,15 @@ pub fn figure_svg(
         if keep.is_empty() {
             continue;
         }
-        let mut part = doc.clone();
+        let mut part = (*doc).clone();
         part.results = keep;
         let path = scratch.join(format!("{}-{i}.json", figure.id()));
         let bytes = serde_json::to_vec(&part).expect("results documents serialise");
         std::fs::write(&path, bytes)
             .map_err(|e| Error::io(format!("writing {}", path.display()), e))?;
         inputs.push(path);
+        // `=` so that a name starting with '-' is not read as an option.
+        labels.push(format!("--label={label}"));
     }
     let out = scratch.join(format!("{}.svg", figure.id()));
     let drawing = figure.drawing();
@@ -99,6 +103,7 @@ pub fn figure_svg(
     let run = Command::new("python3")
         .arg(&script)
         .args(&inputs)
+        .args(&labels)
         .args(drawing.args)
         .arg("-o")
         .arg(&out)

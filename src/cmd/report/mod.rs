@@ -121,8 +121,12 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         .flat_map(|a| a.figures.iter().copied())
         .collect();
     let scratch = draw::Scratch::new()?;
-    let all_files: Vec<&(String, ResultsDoc)> =
-        folded.iter().flat_map(|p| p.files.iter()).collect();
+    // Each file with its profile's name, which the figures' legends name
+    // that profile's lines by.
+    let all_files: Vec<(&str, &ResultsDoc)> = folded
+        .iter()
+        .flat_map(|p| p.files.iter().map(|(_, d)| (p.label.as_str(), d)))
+        .collect();
     let mut drawn = Vec::new();
     for f in figures {
         drawn.push((f, draw::figure_svg(&scripts, &scratch.0, f, &all_files)?));
