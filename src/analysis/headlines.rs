@@ -39,6 +39,9 @@ pub struct Headline {
     pub value: f64,
     /// Its 95% interval in `unit`, where the record allows one.
     pub interval: Option<Interval>,
+    /// Where it has none, why (`uncertainty::why_none`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_none: Option<&'static str>,
 }
 
 impl Headline {
@@ -90,6 +93,7 @@ fn push(out: &mut Vec<Headline>, mut h: Headline, r: &Record) {
         lo: i.lo * h.scale,
         hi: i.hi * h.scale,
     });
+    h.why_none = uncertainty::why_none(r, h.field);
     h.digits = digits_for(h.value);
     out.push(h);
 }
@@ -124,6 +128,7 @@ fn latency(s: &SeriesPoints, out: &mut Vec<Headline>) {
             digits: 0,
             value: v / 1000.0,
             interval: None,
+            why_none: None,
         };
         push(out, h, r);
     }
@@ -178,6 +183,7 @@ fn peak<'a>(
             digits: 0,
             value: v,
             interval: None,
+            why_none: None,
         },
         r,
     );
@@ -209,6 +215,7 @@ fn peak_gbps_and_cpu(s: &SeriesPoints, at_peak: &Record, out: &mut Vec<Headline>
                 digits: 0,
                 value: c,
                 interval: None,
+                why_none: None,
             },
             at_peak,
         );

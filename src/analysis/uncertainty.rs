@@ -17,7 +17,11 @@
 //! A point measured in passes (`analysis::passes`) gets the hull of the t
 //! interval over its passes' values (what drifts between moments of a run)
 //! and of its passes' own intervals pooled (each bound the mean of theirs),
-//! so it is never narrower than the noise within one pass.
+//! so it is never narrower than the noise within one pass. A latency
+//! minimum and a CPU cost per op have no interval within a pass (one
+//! value each); measured in passes they get the t interval over the
+//! passes' values, around the folded value (the smallest minimum, the mean
+//! cost), and in one pass none, which `why_none` says.
 
 use serde::Serialize;
 
@@ -122,8 +126,44 @@ pub fn how(figure: &str) -> Option<&'static str> {
         "p50_ns" | "p99_ns" => Some("order statistics of the histogram, widened to the t interval of the --interval figures where the point has them"),
         "p90_ns" | "p999_ns" => Some("order statistics of the histogram"),
         "mops" | "gbps" => Some("t interval over the --interval figures"),
+        f if passes_only(f) => Some("t interval over the point's passes (one pass: none)"),
         _ => None,
     }
+}
+
+/// Figures only a point's passes give an interval: a minimum (one sample,
+/// no order statistics around it) and CPU cost (one reading per window).
+/// The CPU names are the page's headline field and `compare`'s rows.
+fn passes_only(figure: &str) -> bool {
+    matches!(
+        figure,
+        "min_ns"
+            | "cpu_util.local_cpu_s_per_mop"
+            | "cpu_s_per_mop"
+            | "cpu_util.local_process_pct"
+            | "process_cpu_pct"
+    )
+}
+
+/// Why a figure of a record has no interval, where `of_record` gives none,
+/// so that "not judged" says what is missing.
+pub fn why_none(r: &Record, figure: &str) -> Option<&'static str> {
+    if of_record(r, figure).is_some() {
+        return None;
+    }
+    let passes = match r {
+        Record::Latency(l) => l.passes.len(),
+        Record::Throughput(t) => t.passes.len(),
+    };
+    Some(match (r, passes) {
+        (_, 0 | 1) if passes_only(figure) => "one pass: no interval",
+        (_, 2..) => "its passes lack the figure",
+        (Record::Throughput(_), _) if matches!(figure, "mops" | "gbps") => {
+            "fewer than 3 --interval figures"
+        }
+        (Record::Latency(_), _) if figure.ends_with("_ns") => "fewer than 20 samples",
+        _ => "no interval",
+    })
 }
 
 /// The 95% interval of one of a record's figures, where its data allows.
@@ -202,6 +242,13 @@ fn value_of(r: &Record, figure: &str) -> Option<f64> {
         (Record::Latency(l), "p999_ns") => Some(l.stats.p999_ns),
         (Record::Throughput(t), "mops") => Some(t.mops),
         (Record::Throughput(t), "gbps") => Some(t.gbps),
+        (Record::Latency(l), "min_ns") => Some(l.stats.min_ns),
+        (Record::Latency(l), "cpu_util.local_process_pct" | "process_cpu_pct") => {
+            l.cpu_util.as_ref()?.local_process_pct
+        }
+        (Record::Throughput(t), "cpu_util.local_cpu_s_per_mop" | "cpu_s_per_mop") => {
+            t.cpu_util.as_ref()?.local_cpu_s_per_mop
+        }
         _ => None,
     }
 }
@@ -263,6 +310,20 @@ pub struct RatioJudgement {
     pub ratio: f64,
     pub interval: Option<Interval>,
     pub change: Change,
+    /// Where not judged: why a value has no interval (`why_none`), where
+    /// the caller knows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<&'static str>,
+}
+
+impl RatioJudgement {
+    /// The verdict in words; "not judged" with why, where known.
+    pub fn words(&self) -> String {
+        match (self.change, self.why) {
+            (Change::NotJudged, Some(why)) => format!("not judged ({why})"),
+            (c, _) => c.words().to_string(),
+        }
+    }
 }
 
 /// Judges B/A of one figure; `noise` is the threshold (0.05: ratios within
@@ -306,6 +367,7 @@ pub fn judge_ratio(
         ratio,
         interval,
         change,
+        why: None,
     })
 }
 
@@ -459,5 +521,65 @@ mod tests {
         let own = of_record(&pass(1, 10.0, &[9.9, 10.0, 10.1]), "mops").unwrap();
         assert!((t.lo - own.lo).abs() < 1e-9 && (t.hi - own.hi).abs() < 1e-9);
         assert!(w.lo < t.lo - 1.0 && w.hi > t.hi + 1.0, "{w:?} vs {t:?}");
+    }
+
+    #[test]
+    fn a_minimum_and_a_cpu_cost_get_an_interval_from_passes_and_one_pass_says_why() {
+        let lat = |i: u32, min: f64| {
+            let mut l = crate::results::LatencyRecord::example();
+            l.series = Some(super::super::passes::label("W", i, 3));
+            l.stats.min_ns = min;
+            Record::Latency(l)
+        };
+        let folded =
+            super::super::passes::fold(vec![lat(1, 900.0), lat(2, 1000.0), lat(3, 1100.0)]);
+        // Around the smallest minimum, the t interval of 900, 1000, 1100.
+        let i = of_record(&folded[0], "min_ns").unwrap();
+        let half = 100.0 * 4.303 / 3f64.sqrt();
+        assert!((i.lo - (900.0 - half)).abs() < 1e-9, "{i:?}");
+        assert!((i.hi - (900.0 + half)).abs() < 1e-9, "{i:?}");
+        assert_eq!(why_none(&folded[0], "min_ns"), None);
+
+        let cpu = |i: u32, c: f64| {
+            let Record::Throughput(mut t) = pass(i, 10.0, &[]) else {
+                unreachable!()
+            };
+            t.cpu_util = Some(crate::results::CpuUtil {
+                local_cpu_s_per_mop: Some(c),
+                ..Default::default()
+            });
+            Record::Throughput(t)
+        };
+        let folded = super::super::passes::fold(vec![cpu(1, 0.9), cpu(2, 1.0), cpu(3, 1.1)]);
+        for figure in ["cpu_util.local_cpu_s_per_mop", "cpu_s_per_mop"] {
+            let i = of_record(&folded[0], figure).unwrap();
+            assert!((i.lo - (1.0 - half / 1000.0)).abs() < 1e-9, "{i:?}");
+        }
+
+        // One pass: no interval, and why.
+        let Record::Throughput(mut one) = cpu(1, 1.0) else {
+            unreachable!()
+        };
+        one.series = Some("W".into());
+        let one = Record::Throughput(one);
+        assert_eq!(of_record(&one, "cpu_s_per_mop"), None);
+        assert_eq!(
+            why_none(&one, "cpu_s_per_mop"),
+            Some("one pass: no interval")
+        );
+        assert_eq!(
+            why_none(&lat(1, 900.0), "min_ns"),
+            Some("one pass: no interval")
+        );
+        assert_eq!(
+            why_none(&one, "mops"),
+            Some("fewer than 3 --interval figures")
+        );
+        let j = judge_ratio("min_ns", (1.0, None), (1.0, None), 0.05).unwrap();
+        let j = RatioJudgement {
+            why: why_none(&one, "cpu_s_per_mop"),
+            ..j
+        };
+        assert_eq!(j.words(), "not judged (one pass: no interval)");
     }
 }

@@ -91,7 +91,13 @@ pub fn compare(docs: &[(String, ResultsDoc)], noise: f64) -> Comparison {
         .collect();
     // Keep first-seen order: the first file's points, then points new in later files.
     let mut order: Vec<String> = Vec::new();
-    type Cells = (&'static str, Vec<Option<f64>>, Vec<Option<Interval>>);
+    // Per file: the value, its interval, and why it has none.
+    type Cells = (
+        &'static str,
+        Vec<Option<f64>>,
+        Vec<Option<Interval>>,
+        Vec<Option<&'static str>>,
+    );
     let mut table: BTreeMap<String, Cells> = BTreeMap::new();
     for (i, (_, d)) in docs.iter().enumerate() {
         for r in &d.results {
@@ -101,12 +107,14 @@ pub fn compare(docs: &[(String, ResultsDoc)], noise: f64) -> Comparison {
             for (key, figure, value) in std::iter::once((key, figure, value)).chain(cost) {
                 let entry = table.entry(key.clone()).or_insert_with(|| {
                     order.push(key.clone());
-                    (figure, vec![None; docs.len()], vec![None; docs.len()])
+                    let n = docs.len();
+                    (figure, vec![None; n], vec![None; n], vec![None; n])
                 });
                 // A file with a point twice keeps its first measurement.
                 if entry.1[i].is_none() {
                     entry.1[i] = Some(value);
                     entry.2[i] = uncertainty::of_record(r, figure);
+                    entry.3[i] = uncertainty::why_none(r, figure);
                 }
             }
         }
@@ -114,7 +122,7 @@ pub fn compare(docs: &[(String, ResultsDoc)], noise: f64) -> Comparison {
     let rows = order
         .into_iter()
         .map(|key| {
-            let (figure, values, intervals) = table
+            let (figure, values, intervals, why) = table
                 .remove(&key)
                 .expect("every ordered key is in the table");
             let ratios = values
@@ -130,7 +138,12 @@ pub fn compare(docs: &[(String, ResultsDoc)], noise: f64) -> Comparison {
                 .enumerate()
                 .map(|(i, (v, iv))| match (i, values[0], v) {
                     (1.., Some(a), Some(b)) => {
-                        uncertainty::judge_ratio(figure, (a, intervals[0]), (*b, *iv), noise)
+                        let mut j =
+                            uncertainty::judge_ratio(figure, (a, intervals[0]), (*b, *iv), noise)?;
+                        if j.interval.is_none() {
+                            j.why = why[0].or(why[i]);
+                        }
+                        Some(j)
                     }
                     _ => None,
                 })

@@ -35,7 +35,7 @@ fn row_mark(row: &Row, i: usize) -> &'static str {
     row.judged[i].map(|j| mark(j.change)).unwrap_or("")
 }
 
-const MARKS: &str = "after each ratio: + better, - worse, = no significant difference (its interval holds 1), ~ within --noise, ? not judged (a value has no interval: a minimum, a CPU figure, or a throughput point without --interval); a ratio's interval is [B.lo/A.hi, B.hi/A.lo] of each value's 95% interval (latency percentiles: order statistics of the histogram; Mops: t interval over the --interval figures)";
+const MARKS: &str = "after each ratio: + better, - worse, = no significant difference (its interval holds 1), ~ within --noise, ? not judged (a value has no interval: a CPU figure of a point measured in one pass, or a throughput point without --interval; --json and the Markdown say which); a ratio's interval is [B.lo/A.hi, B.hi/A.lo] of each value's 95% interval (latency percentiles: order statistics of the histogram; Mops: t interval over the --interval figures; a point measured in passes: with the t interval over its passes, which alone gives a CPU figure one)";
 
 /// The column name of the `i`-th file: A..Z, then AA..ZZ, AAA.. (as spreadsheets).
 pub fn column(i: usize) -> String {
@@ -179,11 +179,7 @@ pub(super) fn to_markdown(cmp: &Comparison, docs: &[(String, ResultsDoc)]) -> St
                             .map(|x| format!("{x:.3}"))
                             .unwrap_or_else(|| "-".into()),
                     );
-                    r.push(
-                        row.judged[i]
-                            .map(|j| j.change.words().to_string())
-                            .unwrap_or_default(),
-                    );
+                    r.push(row.judged[i].map(|j| j.words()).unwrap_or_default());
                 }
             }
             r
@@ -217,11 +213,7 @@ pub(super) fn to_csv(cmp: &Comparison) -> Result<Vec<u8>> {
                 let iv = row.judged[i].and_then(|j| j.interval);
                 rec.push(iv.map(|x| x.lo.to_string()).unwrap_or_default());
                 rec.push(iv.map(|x| x.hi.to_string()).unwrap_or_default());
-                rec.push(
-                    row.judged[i]
-                        .map(|j| j.change.words().to_string())
-                        .unwrap_or_default(),
-                );
+                rec.push(row.judged[i].map(|j| j.words()).unwrap_or_default());
             }
         }
         w.write_record(&rec).map_err(err)?;

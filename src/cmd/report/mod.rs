@@ -262,12 +262,15 @@ fn ratios(a: &Analysed, b: &Analysed, noise: f64) -> Vec<Ratio> {
         .iter()
         .filter_map(|ha| {
             let hb = b.headlines.iter().find(|h| h.key == ha.key)?;
-            let judged = judge_ratio(
+            let mut judged = judge_ratio(
                 ha.field,
                 (ha.value, ha.interval),
                 (hb.value, hb.interval),
                 noise,
             )?;
+            if judged.interval.is_none() {
+                judged.why = ha.why_none.or(hb.why_none);
+            }
             Some(Ratio {
                 key: ha.key.clone(),
                 label: ha.label.clone(),

@@ -214,7 +214,7 @@ fn facts(h: &mut String, profiles: &[Profile]) {
 }
 
 fn headlines(h: &mut String, p: &Page) {
-    h.push_str("<h2>Headline numbers</h2>\n<p>Latency is each latency series at its smallest payload; throughput is each series' peak. The grey interval is the value's 95% interval: for latency percentiles from the order statistics of the point's histogram, for throughput from the t interval of its <code>--interval</code> figures; none is shown where the data gives none (a minimum has none).</p>\n<table id=\"rb-headlines\"><tr><th>figure</th>");
+    h.push_str("<h2>Headline numbers</h2>\n<p>Latency is each latency series at its smallest payload; throughput is each series' peak. The grey interval is the value's 95% interval: for latency percentiles from the order statistics of the point's histogram, for throughput from the t interval of its <code>--interval</code> figures; for a minimum and a CPU cost, from the t interval over the point's passes; none is shown where the data gives none (a minimum or a CPU cost measured in one pass has none).</p>\n<table id=\"rb-headlines\"><tr><th>figure</th>");
     for pr in p.profiles {
         let _ = write!(h, "<th>{}</th>", esc(&pr.label));
     }
@@ -295,7 +295,7 @@ fn ratios(h: &mut String, p: &Page) {
                 r.a,
                 r.b,
                 r.judged.ratio,
-                r.judged.change.words(),
+                r.judged.words(),
                 u = r.unit
             );
         }
