@@ -2,7 +2,10 @@
 //! comparison reads "ConnectX-6 vs ConnectX-7" rather than "4123 vs 4129".
 //!
 //! The only copy of the table: results files record `model` from here, and
-//! the plotting scripts read it from the file.
+//! the plotting scripts read it from the file. `driver` names the kernel
+//! driver behind a device, for `devices` and the results file alike.
+
+use std::path::Path;
 
 /// Vendor ids the kernel's software providers report (rdma_rxe: RXE_VENDOR_ID,
 /// siw: SIW_VENDOR_ID, ASCII "bmt"), for devices given a custom name.
@@ -75,9 +78,62 @@ pub fn model(device: &str, vendor: u32, part: u32) -> Option<&'static str> {
     }
 }
 
+/// The kernel driver behind `device`: for the software providers, the module
+/// their vendor id says (`rdma_rxe`, `siw`), because sysfs gives them no
+/// driver of their own (rxe registers with no bus device at all; siw under its
+/// netdev's, whose driver is the NIC's); otherwise the driver bound to the bus
+/// device the RDMA device hangs off, the name of the
+/// `/sys/class/infiniband/DEV/device/driver` link (`mlx5_core` for mlx5_N:
+/// the PCI function's driver, which mlx5_ib sits on). None when sysfs has no
+/// such link.
+pub fn driver(device: &str, vendor: u32) -> Option<String> {
+    driver_under(Path::new("/sys/class/infiniband"), device, vendor)
+}
+
+/// `driver` with the sysfs class directory given, for tests.
+pub fn driver_under(class_dir: &Path, device: &str, vendor: u32) -> Option<String> {
+    match vendor {
+        RXE_VENDOR_ID => return Some("rdma_rxe".into()),
+        SIW_VENDOR_ID => return Some("siw".into()),
+        _ => {}
+    }
+    // A name `-d` accepted cannot climb out of the class directory.
+    if refusal(device).is_some() {
+        return None;
+    }
+    let link = std::fs::read_link(class_dir.join(device).join("device/driver")).ok()?;
+    Some(link.file_name()?.to_string_lossy().into_owned())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{human_name, model};
+    use super::{driver_under, human_name, model};
+
+    #[test]
+    fn drivers_are_the_soft_modules_or_the_bus_devices_link() {
+        let dir = std::env::temp_dir().join(format!("rb-driver-{}", std::process::id()));
+        let dev = dir.join("mlx5_0/device");
+        std::fs::create_dir_all(&dev).unwrap();
+        let _ = std::fs::remove_file(dev.join("driver"));
+        std::os::unix::fs::symlink("../../../bus/pci/drivers/mlx5_core", dev.join("driver"))
+            .unwrap();
+        assert_eq!(
+            driver_under(&dir, "mlx5_0", 0x02c9).as_deref(),
+            Some("mlx5_core")
+        );
+        // rxe has no bus device; siw's would name the NIC's driver.
+        assert_eq!(
+            driver_under(&dir, "rxe0", 0xffffff).as_deref(),
+            Some("rdma_rxe")
+        );
+        assert_eq!(
+            driver_under(&dir, "mlx5_0", 0x626d74).as_deref(),
+            Some("siw")
+        );
+        assert_eq!(driver_under(&dir, "irdma0", 0x8086), None);
+        assert_eq!(driver_under(&dir, "../mlx5_0", 0x02c9), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn known_parts_get_names_and_keep_raw_ids() {

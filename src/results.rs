@@ -302,6 +302,53 @@ pub struct DeviceInfo {
     pub speed_gbps: f64,
     /// Largest inline payload an RC QP was granted (probed by creating QPs).
     pub max_inline: u32,
+    /// The kernel driver behind the device, from `device_name::driver`
+    /// (`rdma_rxe`, `mlx5_core`, ...); absent where sysfs names none, and in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// The device's limits as `rdma-bench devices` shows them; absent in files
+    /// written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<DeviceCaps>,
+    /// The port's state (`active`, `down`, ...) and LID when the file was
+    /// measured, as `devices` shows them; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lid: Option<u16>,
+}
+
+/// The device limits `rdma-bench devices` shows, from the same
+/// `ibv_query_device` (`Context::query_device`), so the two cannot disagree.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default, JsonSchema)]
+pub struct DeviceCaps {
+    pub max_qp: u32,
+    pub max_qp_wr: u32,
+    pub max_cqe: u32,
+    pub max_sge: u32,
+    pub max_qp_rd_atom: u32,
+    pub max_qp_init_rd_atom: u32,
+    pub max_srq: u32,
+    pub max_srq_wr: u32,
+    /// `none`, `hca` or `global`, as `devices --json` spells it.
+    pub atomic_cap: String,
+}
+
+impl DeviceCaps {
+    pub fn of(a: &crate::verbs::DeviceAttr) -> Self {
+        DeviceCaps {
+            max_qp: a.max_qp,
+            max_qp_wr: a.max_qp_wr,
+            max_cqe: a.max_cqe,
+            max_sge: a.max_sge,
+            max_qp_rd_atom: a.max_qp_rd_atom,
+            max_qp_init_rd_atom: a.max_qp_init_rd_atom,
+            max_srq: a.max_srq,
+            max_srq_wr: a.max_srq_wr,
+            atomic_cap: a.atomic_cap.name().into(),
+        }
+    }
 }
 
 /// The columns both records end their figures with: `--interval`/`--forever`'s
@@ -383,5 +430,36 @@ mod tests {
         assert_eq!(utc_timestamp(0), "1970-01-01T00:00:00Z");
         assert_eq!(utc_timestamp(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(utc_timestamp(1_795_000_000), "2026-11-18T11:06:40Z");
+    }
+
+    #[test]
+    fn device_driver_and_capabilities_are_a_pure_addition() {
+        // A file written before them loads with none, and writes none back.
+        let old = DeviceInfo {
+            name: "rxe0".into(),
+            ..Default::default()
+        };
+        let mut v = serde_json::to_value(&old).unwrap();
+        for k in ["driver", "capabilities", "port_state", "lid"] {
+            assert!(v.get(k).is_none(), "{k} written though absent");
+        }
+        v.as_object_mut().unwrap().remove("model");
+        assert_eq!(serde_json::from_value::<DeviceInfo>(v).unwrap(), old);
+        let new = DeviceInfo {
+            driver: Some("rdma_rxe".into()),
+            capabilities: Some(DeviceCaps {
+                max_qp: 1_048_560,
+                max_qp_wr: 16_384,
+                atomic_cap: "global".into(),
+                ..Default::default()
+            }),
+            port_state: Some("active".into()),
+            lid: Some(0),
+            ..old
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(text.contains(r#""driver":"rdma_rxe""#), "{text}");
+        assert!(text.contains(r#""max_qp":1048560"#), "{text}");
+        assert_eq!(serde_json::from_str::<DeviceInfo>(&text).unwrap(), new);
     }
 }

@@ -2,9 +2,15 @@
 //! found and named with its rule and a flat curve finds none; two profiles
 //! with a known ratio show it, judged against their intervals; profiles
 //! measured under other conditions are refused unless `--force`; bad
-//! input is one line, exit 2. (The page in a real browser: report_page.rs.)
+//! input is one line, exit 2. Findings (cliffs along region size, spread,
+//! counters): findings.rs; the header's device facts: header.rs. (The page
+//! in a real browser: report_page.rs.)
 
 mod common;
+#[path = "cli_report/findings.rs"]
+mod findings;
+#[path = "cli_report/header.rs"]
+mod header;
 
 use std::path::{Path, PathBuf};
 

@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::cli::DevicesArgs;
+use crate::device_name;
 use crate::error::Result;
 use crate::output::print_line;
 use crate::verbs::{
@@ -13,6 +14,8 @@ use crate::verbs::{
 #[derive(Serialize)]
 pub struct DeviceReport {
     pub name: String,
+    /// The kernel driver behind it (`device_name::driver`, as results record it).
+    pub driver: Option<String>,
     #[serde(flatten)]
     pub attr: DeviceAttr,
     /// Largest inline payload granted to an RC QP, probed by creating QPs.
@@ -45,6 +48,7 @@ pub fn collect() -> Result<Vec<DeviceReport>> {
             });
         }
         out.push(DeviceReport {
+            driver: device_name::driver(&name, attr.vendor_id),
             name,
             attr,
             max_inline,
@@ -66,8 +70,8 @@ pub fn run(args: &DevicesArgs) -> Result<()> {
     for d in &devices {
         let a = &d.attr;
         print_line(&format!(
-            "{}: vendor {:#x} part {} fw {} | max_inline {} B | atomic_cap {:?} | max_qp {} max_qp_wr {} max_cqe {} max_qp_rd_atom {}",
-            d.name, a.vendor_id, a.vendor_part_id, a.fw_ver, d.max_inline, a.atomic_cap,
+            "{}: vendor {:#x} part {} fw {} driver {} | max_inline {} B | atomic_cap {:?} | max_qp {} max_qp_wr {} max_cqe {} max_qp_rd_atom {}",
+            d.name, a.vendor_id, a.vendor_part_id, a.fw_ver, d.driver.as_deref().unwrap_or("-"), d.max_inline, a.atomic_cap,
             a.max_qp, a.max_qp_wr, a.max_cqe, a.max_qp_rd_atom
         ))?;
         for p in &d.ports {

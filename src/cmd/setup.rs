@@ -10,7 +10,9 @@ use crate::clock::Clock;
 use crate::connect::TcpChannel;
 use crate::device_name;
 use crate::error::{Error, Result};
-use crate::results::{now_utc, DeviceInfo, HostInfo, PeerDoc, ResultsDoc, SCHEMA_VERSION};
+use crate::results::{
+    now_utc, DeviceCaps, DeviceInfo, HostInfo, PeerDoc, ResultsDoc, SCHEMA_VERSION,
+};
 use crate::verbs::Transport;
 
 /// `--interval` and `--forever` (which reports every second unless told).
@@ -85,6 +87,8 @@ pub fn parse_transports(text: &str) -> Result<Vec<Transport>> {
 pub fn device_info(port: &Port) -> Result<DeviceInfo> {
     let attr = &port.attr;
     let name = port.ctx.name();
+    // The one port query `devices` makes too, for its speed, state and LID.
+    let port_attr = port.ctx.query_port(port.config.port)?;
     Ok(DeviceInfo {
         name: name.to_string(),
         vendor_id: attr.vendor_id,
@@ -97,8 +101,12 @@ pub fn device_info(port: &Port) -> Result<DeviceInfo> {
         gid: port.gid.to_string(),
         link_layer: format!("{:?}", port.link_layer),
         active_mtu: port.mtu,
-        speed_gbps: port.ctx.query_port(port.config.port)?.speed_gbps,
+        speed_gbps: port_attr.speed_gbps,
         max_inline: port.max_inline(Transport::Rc)?,
+        driver: device_name::driver(name, attr.vendor_id),
+        capabilities: Some(DeviceCaps::of(attr)),
+        port_state: Some(port_attr.state.name().into()),
+        lid: Some(port_attr.lid),
     })
 }
 

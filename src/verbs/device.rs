@@ -213,6 +213,15 @@ pub enum AtomicCap {
 }
 
 impl AtomicCap {
+    /// The name serde writes (`devices --json`), for the results file.
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicCap::None => "none",
+            AtomicCap::Hca => "hca",
+            AtomicCap::Global => "global",
+        }
+    }
+
     fn from_raw(v: ffi::ibv_atomic_cap::Type) -> Self {
         match v {
             ffi::ibv_atomic_cap::IBV_ATOMIC_HCA => AtomicCap::Hca,
@@ -254,6 +263,17 @@ pub enum PortState {
 }
 
 impl PortState {
+    /// The name serde writes (`devices --json`), for the results file.
+    pub fn name(self) -> &'static str {
+        match self {
+            PortState::Down => "down",
+            PortState::Init => "init",
+            PortState::Armed => "armed",
+            PortState::Active => "active",
+            PortState::Other => "other",
+        }
+    }
+
     fn from_raw(v: ffi::ibv_port_state::Type) -> Self {
         match v {
             ffi::ibv_port_state::IBV_PORT_DOWN => PortState::Down,
@@ -383,6 +403,22 @@ fn port_speed_gbps(width: u8, speed: u8) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_what_serde_writes() {
+        for a in [AtomicCap::None, AtomicCap::Hca, AtomicCap::Global] {
+            assert_eq!(serde_json::to_value(a).unwrap(), a.name());
+        }
+        for p in [
+            PortState::Down,
+            PortState::Init,
+            PortState::Armed,
+            PortState::Active,
+            PortState::Other,
+        ] {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+        }
+    }
 
     fn entry(index: u32, kind: GidKind, gid: [u8; 16]) -> GidEntry {
         GidEntry {

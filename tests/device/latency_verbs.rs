@@ -1,6 +1,7 @@
 //! The latency tests of each verb and transport: the device is there and
-//! says what it can, ping-pong, inline, completion latency, SEND with and
-//! without immediate data over RC, UC and UD, atomics, duration mode.
+//! says what it can (and results record it as ibv_devinfo says it),
+//! ping-pong, inline, completion latency, SEND with and without immediate
+//! data over RC, UC and UD, atomics, duration mode.
 
 use super::*;
 
@@ -34,6 +35,79 @@ fn devices_reports_inline_and_atomics() {
     assert!(text(&table)
         .0
         .contains(&format!("max_inline {max_inline} B")));
+}
+
+/// `key: value` of `ibv_devinfo -v -d DEV`, first occurrence of each key
+/// (the device's own lines come before its ports').
+fn devinfo(dev: &str) -> std::collections::HashMap<String, String> {
+    let out = Command::new("ibv_devinfo")
+        .args(["-v", "-d", dev])
+        .output()
+        .expect("ibv_devinfo runs (rdma-core's ibverbs-utils)");
+    assert!(out.status.success(), "{}", text(&out).1);
+    let mut map = std::collections::HashMap::new();
+    for line in text(&out).0.lines() {
+        if let Some((k, v)) = line.trim().split_once(':') {
+            map.entry(k.trim().to_string())
+                .or_insert_with(|| v.trim().to_string());
+        }
+    }
+    map
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn results_record_the_driver_and_limits_ibv_devinfo_shows() {
+    let dev = device();
+    let (doc, _) = latency("devrec", &["write", "-s", "64", "-n", "100"]);
+    let d = &doc.device;
+    let caps = d.capabilities.as_ref().expect("capabilities recorded");
+    // The witness is ibv_devinfo, which shares no code with ours.
+    let info = devinfo(&dev);
+    let num = |k: &str| -> u32 {
+        let v = info
+            .get(k)
+            .unwrap_or_else(|| panic!("ibv_devinfo has no {k}"));
+        v.parse().unwrap_or_else(|_| panic!("{k}: {v}"))
+    };
+    assert_eq!(caps.max_qp, num("max_qp"));
+    assert_eq!(caps.max_qp_wr, num("max_qp_wr"));
+    assert_eq!(caps.max_cqe, num("max_cqe"));
+    assert_eq!(caps.max_sge, num("max_sge"));
+    assert_eq!(caps.max_qp_rd_atom, num("max_qp_rd_atom"));
+    assert_eq!(caps.max_qp_init_rd_atom, num("max_qp_init_rd_atom"));
+    assert_eq!(caps.max_srq, num("max_srq"));
+    assert_eq!(caps.max_srq_wr, num("max_srq_wr"));
+    let atomic = match info["atomic_cap"].split_whitespace().next() {
+        Some("ATOMIC_NONE") => "none",
+        Some("ATOMIC_HCA") => "hca",
+        Some("ATOMIC_GLOB") => "global",
+        other => panic!("atomic_cap {other:?}"),
+    };
+    assert_eq!(caps.atomic_cap, atomic);
+    assert_eq!(d.port, 1, "ibv_devinfo's first port is the one measured");
+    assert_eq!(d.port_state.as_deref(), Some("active"));
+    assert!(
+        info["state"].starts_with("PORT_ACTIVE"),
+        "{}",
+        info["state"]
+    );
+    assert_eq!(d.lid, Some(num("port_lid") as u16));
+    // The driver: its module is loaded, and a soft-RoCE device carries
+    // rdma_rxe's own sysfs attribute (`parent`, the netdev under it).
+    let driver = d.driver.as_deref().expect("driver recorded");
+    assert!(
+        std::path::Path::new("/sys/module").join(driver).exists(),
+        "no /sys/module/{driver}"
+    );
+    let rxe_attr = std::path::Path::new("/sys/class/infiniband")
+        .join(&dev)
+        .join("parent");
+    assert_eq!(driver == "rdma_rxe", rxe_attr.exists(), "{driver}");
+    // `devices` says the same driver.
+    let table = text(&run(&["devices"])).0;
+    assert!(table.contains(&format!("{dev}: ")), "{table}");
+    assert!(table.contains(&format!("driver {driver} |")), "{table}");
 }
 
 #[test]

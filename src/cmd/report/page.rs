@@ -132,6 +132,25 @@ fn soft_banner(h: &mut String, profiles: &[Profile]) {
     }
 }
 
+/// What the header says of a field a file written before it lacks.
+const NOT_RECORDED: &str = "not recorded";
+
+/// The limits `rdma-bench devices` shows, on one line.
+fn capabilities(c: &crate::results::DeviceCaps) -> String {
+    format!(
+        "max_qp {} · max_qp_wr {} · max_cqe {} · max_sge {} · max_qp_rd_atom {} · max_qp_init_rd_atom {} · max_srq {} · max_srq_wr {} · atomics {}",
+        c.max_qp,
+        c.max_qp_wr,
+        c.max_cqe,
+        c.max_sge,
+        c.max_qp_rd_atom,
+        c.max_qp_init_rd_atom,
+        c.max_srq,
+        c.max_srq_wr,
+        c.atomic_cap
+    )
+}
+
 fn facts(h: &mut String, profiles: &[Profile]) {
     type Fact = fn(&ResultsDoc) -> String;
     let rows: &[(&str, Fact)] = &[
@@ -144,15 +163,34 @@ fn facts(h: &mut String, profiles: &[Profile]) {
             )
         }),
         ("firmware", |d| d.device.fw_ver.clone()),
+        ("driver", |d| {
+            d.device
+                .driver
+                .clone()
+                .unwrap_or_else(|| NOT_RECORDED.into())
+        }),
         ("hardware version", |d| d.device.hw_ver.to_string()),
         ("port, GID index", |d| {
             format!("{}, {}", d.device.port, d.device.gid_index)
+        }),
+        ("port state, LID", |d| {
+            match (&d.device.port_state, d.device.lid) {
+                (Some(state), Some(lid)) => format!("{state}, {lid}"),
+                _ => NOT_RECORDED.into(),
+            }
         }),
         ("GID", |d| d.device.gid.clone()),
         ("link layer", |d| d.device.link_layer.clone()),
         ("active MTU", |d| format!("{} B", d.device.active_mtu)),
         ("link speed", |d| format!("{} Gb/s", d.device.speed_gbps)),
         ("max inline (RC)", |d| format!("{} B", d.device.max_inline)),
+        ("capabilities", |d| {
+            d.device
+                .capabilities
+                .as_ref()
+                .map(capabilities)
+                .unwrap_or_else(|| NOT_RECORDED.into())
+        }),
         ("host", |d| d.host.hostname.clone()),
         ("CPU", |d| d.host.cpu_model.clone()),
         ("kernel", |d| d.host.kernel.clone()),
@@ -192,7 +230,7 @@ fn facts(h: &mut String, profiles: &[Profile]) {
                 .unwrap_or_else(|| "-".into())
         }),
     ];
-    h.push_str("<h2>What was measured</h2>\n<p>As each results file records it (the device's capabilities as <code>rdma-bench devices</code> reads them).</p>\n<table class=\"rb-measured\"><tr><th></th>");
+    h.push_str("<h2>What was measured</h2>\n<p>As each results file records it (the device's driver, capabilities and port state as <code>rdma-bench devices</code> reads them; <em>not recorded</em> where a file was written before they were recorded).</p>\n<table class=\"rb-measured\"><tr><th></th>");
     for pr in profiles {
         let _ = write!(h, "<th>{}</th>", esc(&pr.label));
     }

@@ -4,13 +4,10 @@
 //! cliff named with its rule and a flat curve is none; a point whose 95%
 //! interval is wide is named with the spread rule and a tight one is not;
 //! an error counter that grew during a point is named and a quiet one is not.
-//! (Cliffs along QPs and the B/A table: cli_report.rs.)
-
-mod common;
-
+//! (Cliffs along QPs and the B/A table: ../cli_report.rs.)
 use std::path::{Path, PathBuf};
 
-use common::{read_json, run, scratch, text};
+use crate::common::{read_json, run, scratch, text};
 use serde_json::{json, Value};
 
 const NIC_CACHE_FILE: &str = "results/nic-cache-rxe0-vm-qemu-20261130T023511Z.json";
