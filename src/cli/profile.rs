@@ -44,7 +44,7 @@ pub struct ProfileArgs {
     /// Print and write the plan, measure nothing.
     #[arg(long, help_heading = "Results")]
     pub dry_run: bool,
-    /// No tables and no progress bar.
+    /// No tables, no progress bar and no progress lines.
     #[arg(long, help_heading = "Results")]
     pub quiet: bool,
 }

@@ -6,7 +6,7 @@
 //! time each), then run as `rdma-bench run` runs it, so `--resume` keeps
 //! every finished point and measures only the rest.
 
-mod budget;
+pub mod budget;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -136,7 +136,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         expect: Vec::new(),
     };
     let started = Instant::now();
-    let result = super::run::run_with(&run, &|series| {
+    let result = super::run::run_with(&run, "profile", &|series| {
         figure_of
             .iter()
             .find(|(s, _)| s == series)
@@ -379,5 +379,39 @@ fn existing_results(dir: &Path) -> Result<Option<PathBuf>> {
             "--out {}: holds {n} results files; a profile directory holds one",
             dir.display()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The progress lines' time left is the plan's own estimate: over the
+    /// built-in set, their per-point estimates add up to what the budget
+    /// planned (within the plan file's rounding of windows to 1 ms), but
+    /// for latency under load: its `50%` load reuses the `max` point's
+    /// saturated rate, so it runs one point fewer than the budget counts.
+    #[test]
+    fn progress_estimates_add_up_to_the_plans() {
+        let ctx = RunContext { connect: None };
+        let set = experiment::parse_in("set", DEFAULT_SET, &ctx).unwrap();
+        let shapes = shapes(&set, DEFAULT_PASSES).unwrap();
+        let windows = budget::split(600.0, &shapes).unwrap();
+        let text = planned_set("set", DEFAULT_SET, &set, &windows, "10m", DEFAULT_PASSES).unwrap();
+        let plan = experiment::parse_in("plan", &text, &ctx).unwrap();
+        let points: Vec<_> = plan
+            .series
+            .iter()
+            .filter(|s| !matches!(s.plan, Plan::UnderLoad(_)))
+            .flat_map(|s| super::super::progress::points(&s.plan))
+            .collect();
+        let sum: f64 = points.iter().map(|p| p.estimate_s.unwrap()).sum();
+        let planned: f64 = windows
+            .iter()
+            .zip(&shapes)
+            .filter(|(_, s)| s.figure != Figure::UnderLoad)
+            .map(|(w, _)| w.estimate_s)
+            .sum();
+        assert!((sum - planned).abs() < 0.01 * planned, "{sum} vs {planned}");
     }
 }
