@@ -38,7 +38,8 @@ pub struct ProfileArgs {
     /// Continue the profile in --out where it stopped.
     ///
     /// Its written plan runs again and the points already in its results
-    /// file are kept, never measured again.
+    /// file are kept, never measured again; what is left of the plan (and
+    /// its estimated time) is printed first, and alone with --dry-run.
     #[arg(long, help_heading = "Results")]
     pub resume: bool,
     /// Print and write the plan, measure nothing.

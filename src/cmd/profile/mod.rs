@@ -117,11 +117,18 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         print_plan(&shapes, &windows, budget_s, passes)?;
         text
     };
+    let planned = experiment::parse_in(&plan_toml.display().to_string(), &plan_text, &context)?;
+    let figure_of = figure_names(&planned)?;
+    if args.resume && !args.quiet {
+        print_remaining(
+            &planned,
+            &figure_of,
+            existing_results(&args.out)?.as_deref(),
+        )?;
+    }
     if args.dry_run {
         return Ok(());
     }
-    let planned = experiment::parse_in(&plan_toml.display().to_string(), &plan_text, &context)?;
-    let figure_of = figure_names(&planned)?;
     let run = RunArgs {
         config: plan_toml.clone(),
         connect: args.connect.clone(),
@@ -365,6 +372,59 @@ fn print_plan(
         ))?;
     }
     Ok(())
+}
+
+/// `--resume`: what of the written plan is left, series by series, and
+/// its estimated time (as the progress lines count it), before anything runs.
+fn print_remaining(
+    planned: &Experiment,
+    figure_of: &[(String, String)],
+    results: Option<&Path>,
+) -> Result<()> {
+    let done: std::collections::HashSet<String> = match results {
+        Some(path) => super::compare::load(path)
+            .map_err(|e| Error::usage(format!("--resume: {e}")))?
+            .results
+            .iter()
+            .map(super::plan::record_id)
+            .collect(),
+        None => Default::default(),
+    };
+    let mut rows = Vec::new();
+    let (mut total, mut left) = (0, Vec::new());
+    for s in &planned.series {
+        let all = s.plan.points();
+        let rest = super::progress::points(&s.plan.without(Some(&s.label), &done));
+        total += all;
+        if !rest.is_empty() {
+            let figure = figure_of
+                .iter()
+                .find(|(l, _)| *l == s.label)
+                .map_or("", |(_, f)| f.as_str());
+            rows.push(format!(
+                "# {:<44} {:<28} {:>9} {:>12}",
+                figure,
+                crate::escape::printable(&s.label),
+                format!("{}/{all}", rest.len()),
+                super::progress::time_left(rest.iter().map(|p| p.estimate_s))
+                    .trim_start_matches("about ")
+                    .trim_end_matches(" left")
+            ));
+        }
+        left.extend(rest);
+    }
+    print_line(&format!(
+        "# profile --resume: {} of {total} points left, {}",
+        left.len(),
+        super::progress::time_left(left.iter().map(|p| p.estimate_s))
+    ))?;
+    if !rows.is_empty() {
+        print_line(&format!(
+            "# {:<44} {:<28} {:>9} {:>12}",
+            "figure", "series", "left", "est."
+        ))?;
+    }
+    rows.iter().try_for_each(|r| print_line(r))
 }
 
 /// The results file a profile directory already holds, if any.
