@@ -109,7 +109,7 @@ pub struct RunArgs {
     /// Directory for <experiment>-<device>-<host>-<UTC time>.json and .csv.
     #[arg(long, default_value = "results", help_heading = "Results")]
     pub out: PathBuf,
-    /// No tables and no progress bar.
+    /// No tables, no progress bar and no progress lines.
     #[arg(long, help_heading = "Results")]
     pub quiet: bool,
     /// Continue an interrupted run: keep FILE's points, run only the missing ones.

@@ -1,5 +1,6 @@
 //! Everything a person sees: the explanation above a table, the table's rows,
-//! and the progress bar (stderr, only on a terminal, never with --quiet).
+//! and the progress bar (stderr, only on a terminal, never with --quiet;
+//! elsewhere `cmd::progress` writes a plain line as each point starts).
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,6 +11,8 @@ mod common;
 mod findings;
 #[path = "cli_report/header.rs"]
 mod header;
+#[path = "cli_report/resume.rs"]
+mod resume;
 
 use std::path::{Path, PathBuf};
 

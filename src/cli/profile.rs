@@ -38,13 +38,14 @@ pub struct ProfileArgs {
     /// Continue the profile in --out where it stopped.
     ///
     /// Its written plan runs again and the points already in its results
-    /// file are kept, never measured again.
+    /// file are kept, never measured again; what is left of the plan (and
+    /// its estimated time) is printed first, and alone with --dry-run.
     #[arg(long, help_heading = "Results")]
     pub resume: bool,
     /// Print and write the plan, measure nothing.
     #[arg(long, help_heading = "Results")]
     pub dry_run: bool,
-    /// No tables and no progress bar.
+    /// No tables, no progress bar and no progress lines.
     #[arg(long, help_heading = "Results")]
     pub quiet: bool,
 }

@@ -13,6 +13,7 @@ pub mod mpi;
 pub mod perftest;
 pub mod plan;
 pub mod profile;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod schema;

@@ -2,7 +2,7 @@
 //! connection per series, into one self-describing results file pair.
 
 use std::collections::HashSet;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 use super::experiment;
@@ -43,11 +43,16 @@ pub fn results_stem(experiment: &str, device: &str, host: &str, utc: &str) -> St
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
-    run_with(args, &|_| None)
+    run_with(args, "run", &|_| None)
 }
 
-/// `run`, with what each series' progress note adds (`profile`: its figure).
-pub fn run_with(args: &RunArgs, figure_of: &dyn Fn(&str) -> Option<String>) -> Result<()> {
+/// `run`, with what each series' progress note adds (`profile`: its
+/// figure) and the command its progress lines are said by.
+pub fn run_with(
+    args: &RunArgs,
+    command: &str,
+    figure_of: &dyn Fn(&str) -> Option<String>,
+) -> Result<()> {
     let exp = experiment::load(
         &args.config,
         &experiment::RunContext {
@@ -190,6 +195,17 @@ pub fn run_with(args: &RunArgs, figure_of: &dyn Fn(&str) -> Option<String>) -> R
     let csv = json.with_extension("csv");
     let sink = ResultsSink::new(Some(json.clone()), Some(csv.clone()));
     let todo: usize = plans.iter().map(|(_, p, _)| p.points()).sum();
+    let planned: usize = exp.series.iter().map(|s| s.plan.points()).sum();
+    let progress = super::progress::Progress::new(
+        command,
+        &plans
+            .iter()
+            .map(|(label, plan, _)| (label.clone(), figure_of(label), plan))
+            .collect::<Vec<_>>(),
+        planned.saturating_sub(todo),
+        // A terminal has the bar instead.
+        !args.quiet && !std::io::stderr().is_terminal(),
+    );
     let loopback = args.connect.is_none();
     let (client, server) = plans.iter().fold((1, 0), |(c, s), (_, p, _)| {
         let (pc, ps) = p.threads(loopback);
@@ -229,7 +245,9 @@ pub fn run_with(args: &RunArgs, figure_of: &dyn Fn(&str) -> Option<String>) -> R
                 .unwrap_or_default();
             console.note(&format!("series '{}'{figure}", printable(label)));
             plan.announce(&console, port.ctx.name());
+            progress.series_starts();
             let live = super::Live::new(&console, plan, Some(label), &sink, &doc);
+            let mut keep = super::keep(&console, &mut doc, &sink, expectations);
             plan.execute_live(
                 &port,
                 &clock,
@@ -237,7 +255,13 @@ pub fn run_with(args: &RunArgs, figure_of: &dyn Fn(&str) -> Option<String>) -> R
                 Some(label),
                 &|i, f| live.show(i, f),
                 None,
-                &mut super::keep(&console, &mut doc, &sink, expectations),
+                // Between points, after the record is saved: never
+                // inside a measured loop.
+                &mut |record, peer| {
+                    keep(record, peer)?;
+                    progress.point_done();
+                    Ok(())
+                },
             )
         });
     console.finish();

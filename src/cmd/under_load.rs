@@ -151,7 +151,9 @@ impl UnderLoadSpec {
         Ok(bg)
     }
 
-    fn needs_saturation(&self) -> bool {
+    /// Whether a fractional load makes the run measure the background's
+    /// saturated rate first.
+    pub fn needs_saturation(&self) -> bool {
         self.loads.iter().any(|l| matches!(l, Load::Fraction(_)))
     }
 

@@ -6,7 +6,7 @@
 //! time each), then run as `rdma-bench run` runs it, so `--resume` keeps
 //! every finished point and measures only the rest.
 
-mod budget;
+pub mod budget;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -117,11 +117,18 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         print_plan(&shapes, &windows, budget_s, passes)?;
         text
     };
+    let planned = experiment::parse_in(&plan_toml.display().to_string(), &plan_text, &context)?;
+    let figure_of = figure_names(&planned)?;
+    if args.resume && !args.quiet {
+        print_remaining(
+            &planned,
+            &figure_of,
+            existing_results(&args.out)?.as_deref(),
+        )?;
+    }
     if args.dry_run {
         return Ok(());
     }
-    let planned = experiment::parse_in(&plan_toml.display().to_string(), &plan_text, &context)?;
-    let figure_of = figure_names(&planned)?;
     let run = RunArgs {
         config: plan_toml.clone(),
         connect: args.connect.clone(),
@@ -136,7 +143,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
         expect: Vec::new(),
     };
     let started = Instant::now();
-    let result = super::run::run_with(&run, &|series| {
+    let result = super::run::run_with(&run, "profile", &|series| {
         figure_of
             .iter()
             .find(|(s, _)| s == series)
@@ -367,6 +374,59 @@ fn print_plan(
     Ok(())
 }
 
+/// `--resume`: what of the written plan is left, series by series, and
+/// its estimated time (as the progress lines count it), before anything runs.
+fn print_remaining(
+    planned: &Experiment,
+    figure_of: &[(String, String)],
+    results: Option<&Path>,
+) -> Result<()> {
+    let done: std::collections::HashSet<String> = match results {
+        Some(path) => super::compare::load(path)
+            .map_err(|e| Error::usage(format!("--resume: {e}")))?
+            .results
+            .iter()
+            .map(super::plan::record_id)
+            .collect(),
+        None => Default::default(),
+    };
+    let mut rows = Vec::new();
+    let (mut total, mut left) = (0, Vec::new());
+    for s in &planned.series {
+        let all = s.plan.points();
+        let rest = super::progress::points(&s.plan.without(Some(&s.label), &done));
+        total += all;
+        if !rest.is_empty() {
+            let figure = figure_of
+                .iter()
+                .find(|(l, _)| *l == s.label)
+                .map_or("", |(_, f)| f.as_str());
+            rows.push(format!(
+                "# {:<44} {:<28} {:>9} {:>12}",
+                figure,
+                crate::escape::printable(&s.label),
+                format!("{}/{all}", rest.len()),
+                super::progress::time_left(rest.iter().map(|p| p.estimate_s))
+                    .trim_start_matches("about ")
+                    .trim_end_matches(" left")
+            ));
+        }
+        left.extend(rest);
+    }
+    print_line(&format!(
+        "# profile --resume: {} of {total} points left, {}",
+        left.len(),
+        super::progress::time_left(left.iter().map(|p| p.estimate_s))
+    ))?;
+    if !rows.is_empty() {
+        print_line(&format!(
+            "# {:<44} {:<28} {:>9} {:>12}",
+            "figure", "series", "left", "est."
+        ))?;
+    }
+    rows.iter().try_for_each(|r| print_line(r))
+}
+
 /// The results file a profile directory already holds, if any.
 fn existing_results(dir: &Path) -> Result<Option<PathBuf>> {
     let Ok(mut found) = super::report::results_files_in(dir) else {
@@ -379,5 +439,39 @@ fn existing_results(dir: &Path) -> Result<Option<PathBuf>> {
             "--out {}: holds {n} results files; a profile directory holds one",
             dir.display()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The progress lines' time left is the plan's own estimate: over the
+    /// built-in set, their per-point estimates add up to what the budget
+    /// planned (within the plan file's rounding of windows to 1 ms), but
+    /// for latency under load: its `50%` load reuses the `max` point's
+    /// saturated rate, so it runs one point fewer than the budget counts.
+    #[test]
+    fn progress_estimates_add_up_to_the_plans() {
+        let ctx = RunContext { connect: None };
+        let set = experiment::parse_in("set", DEFAULT_SET, &ctx).unwrap();
+        let shapes = shapes(&set, DEFAULT_PASSES).unwrap();
+        let windows = budget::split(600.0, &shapes).unwrap();
+        let text = planned_set("set", DEFAULT_SET, &set, &windows, "10m", DEFAULT_PASSES).unwrap();
+        let plan = experiment::parse_in("plan", &text, &ctx).unwrap();
+        let points: Vec<_> = plan
+            .series
+            .iter()
+            .filter(|s| !matches!(s.plan, Plan::UnderLoad(_)))
+            .flat_map(|s| super::super::progress::points(&s.plan))
+            .collect();
+        let sum: f64 = points.iter().map(|p| p.estimate_s.unwrap()).sum();
+        let planned: f64 = windows
+            .iter()
+            .zip(&shapes)
+            .filter(|(_, s)| s.figure != Figure::UnderLoad)
+            .map(|(w, _)| w.estimate_s)
+            .sum();
+        assert!((sum - planned).abs() < 0.01 * planned, "{sum} vs {planned}");
     }
 }
