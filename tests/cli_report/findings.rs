@@ -7,6 +7,7 @@
 //! (Cliffs along QPs and the B/A table: ../cli_report.rs.)
 use std::path::{Path, PathBuf};
 
+use super::findings;
 use crate::common::{read_json, run, scratch, text};
 use serde_json::{json, Value};
 
@@ -56,14 +57,6 @@ fn page(dir: &Path, input: &Path) -> String {
     let (stdout, stderr) = text(&o);
     assert!(o.status.success(), "{stdout}{stderr}");
     std::fs::read_to_string(html).unwrap()
-}
-
-fn findings(html: &str, kind: &str) -> Vec<String> {
-    html.split("<li data-kind=\"")
-        .skip(1)
-        .filter(|l| l.starts_with(&format!("{kind}\"")))
-        .map(|l| l.split("</li>").next().unwrap().to_string())
-        .collect()
 }
 
 #[test]
