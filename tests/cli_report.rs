@@ -215,6 +215,36 @@ fn passes_fold_into_one_point_in_compare_and_report() {
     let better = verdicts(&b);
     assert_eq!(better.len(), points);
     assert!(better.iter().all(|v| v == "better"), "{better:?}");
+    // The table on stdout shows each ratio with its 95% interval, then the
+    // mark, in aligned columns, and its legend says what the brackets are.
+    let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("the brackets after a ratio are its 95% interval"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" Mops ") && l.trim_end().ends_with('+'))
+        .collect();
+    assert_eq!(rows.len(), points, "{stdout}");
+    for row in &rows {
+        let cell = row.split("1.250 [").nth(1).expect("ratio, then interval");
+        let (lo, hi) = cell.split_once("]").unwrap().0.split_once(", ").unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo > 1.0 && lo < 1.25 && hi > 1.25, "{row}");
+    }
+    let header = stdout.lines().find(|l| l.starts_with("point")).unwrap();
+    // Where the B/A heading and the ratio under it end.
+    let ends = (
+        header.find("B/A").unwrap() + 3,
+        rows[0].find("1.250 [").unwrap() + 5,
+    );
+    assert_eq!(
+        ends.0, ends.1,
+        "ratio column aligned:\n{header}\n{}",
+        rows[0]
+    );
     // The page: one headline per series, its passes folded, judged the same.
     let html = page(&dir, &[&a, &b], &[]);
     let (ratio, verdict) = ratio_of(&html, "mops|max");
