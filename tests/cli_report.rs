@@ -7,6 +7,8 @@
 //! in a real browser: report_page.rs.)
 
 mod common;
+#[path = "cli_report/cpu_cost.rs"]
+mod cpu_cost;
 #[path = "cli_report/findings.rs"]
 mod findings;
 #[path = "cli_report/header.rs"]
@@ -223,6 +225,36 @@ fn passes_fold_into_one_point_in_compare_and_report() {
     let better = verdicts(&b);
     assert_eq!(better.len(), points);
     assert!(better.iter().all(|v| v == "better"), "{better:?}");
+    // The table on stdout shows each ratio with its 95% interval, then the
+    // mark, in aligned columns, and its legend says what the brackets are.
+    let o = run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let (stdout, _) = text(&o);
+    assert!(
+        stdout.contains("the brackets after a ratio are its 95% interval"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains(" Mops ") && l.trim_end().ends_with('+'))
+        .collect();
+    assert_eq!(rows.len(), points, "{stdout}");
+    for row in &rows {
+        let cell = row.split("1.250 [").nth(1).expect("ratio, then interval");
+        let (lo, hi) = cell.split_once("]").unwrap().0.split_once(", ").unwrap();
+        let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
+        assert!(lo > 1.0 && lo < 1.25 && hi > 1.25, "{row}");
+    }
+    let header = stdout.lines().find(|l| l.starts_with("point")).unwrap();
+    // Where the B/A heading and the ratio under it end.
+    let ends = (
+        header.find("B/A").unwrap() + 3,
+        rows[0].find("1.250 [").unwrap() + 5,
+    );
+    assert_eq!(
+        ends.0, ends.1,
+        "ratio column aligned:\n{header}\n{}",
+        rows[0]
+    );
     // The page: one headline per series, its passes folded, judged the same.
     let html = page(&dir, &[&a, &b], &[]);
     let (ratio, verdict) = ratio_of(&html, "mops|max");
@@ -503,72 +535,4 @@ fn two_profiles_have_their_own_lines_named_by_their_labels() {
             "no line named {host:?} in {texts:?}"
         );
     }
-}
-
-/// `doc` with each record's CPU-seconds per Mop set to `cost` over its Mops
-/// (so `in_passes`' passes, 2% apart in Mops, are about 2% apart in cost).
-fn with_cpu_cost(mut doc: Value, cost: f64) -> Value {
-    for r in doc["results"].as_array_mut().unwrap() {
-        let f = r["mops"].as_f64().unwrap().max(1e-9);
-        r["cpu_util"] = serde_json::json!({"local_pct": null, "local_process_pct": null,
-            "peer_pct": null, "peer_process_pct": null, "local_cpus": 2, "window_s": 1.0,
-            "local_cpu_s_per_mop": cost / f});
-    }
-    doc
-}
-
-/// `compare A B --json`'s CPU rows: each row's judgement of B.
-fn cpu_verdicts(dir: &Path, a: &Path, b: &Path) -> Vec<Value> {
-    let json = dir.join("cmp.json");
-    let _ = std::fs::remove_file(&json);
-    let o = run(&[
-        "compare",
-        a.to_str().unwrap(),
-        b.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{stdout}{stderr}");
-    read_json(&json)["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["figure"] == "cpu_s_per_mop")
-        .map(|r| r["judged"][1].clone())
-        .collect()
-}
-
-#[test]
-fn cpu_cost_is_judged_from_passes_and_one_pass_says_why_it_is_not() {
-    let dir = scratch("report-cpu-passes");
-    // B costs 1.5x A's CPU per op; passes put it 2% either way.
-    let a = write(&dir, "a.json", &with_cpu_cost(in_passes(|_| 1.0), 1.0));
-    let b = write(&dir, "b.json", &with_cpu_cost(in_passes(|_| 1.0), 1.5));
-    let judged = cpu_verdicts(&dir, &a, &b);
-    assert!(!judged.is_empty());
-    for j in &judged {
-        assert_eq!(j["change"], "worse", "costlier, intervals apart: {j}");
-        assert!(j["interval"].is_object() && j.get("why").is_none(), "{j}");
-    }
-    // Measured once: not judged, and why.
-    let a1 = write(&dir, "a1.json", &with_cpu_cost(qps_curve(|_| 1.0), 1.0));
-    let b1 = write(&dir, "b1.json", &with_cpu_cost(qps_curve(|_| 1.0), 1.5));
-    let judged = cpu_verdicts(&dir, &a1, &b1);
-    assert!(!judged.is_empty());
-    for j in &judged {
-        assert_eq!(j["change"], "not_judged", "{j}");
-        assert_eq!(j["why"], "one pass: no interval", "{j}");
-    }
-    let md = dir.join("cmp.md");
-    let o = run(&[
-        "compare",
-        a1.to_str().unwrap(),
-        b1.to_str().unwrap(),
-        "--markdown",
-        md.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{:?}", text(&o));
-    let md = std::fs::read_to_string(md).unwrap();
-    assert!(md.contains("not judged (one pass: no interval)"), "{md}");
 }

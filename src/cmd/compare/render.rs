@@ -35,7 +35,23 @@ fn row_mark(row: &Row, i: usize) -> &'static str {
     row.judged[i].map(|j| mark(j.change)).unwrap_or("")
 }
 
-const MARKS: &str = "after each ratio: + better, - worse, = no significant difference (its interval holds 1), ~ within --noise, ? not judged (a value has no interval: a CPU figure of a point measured in one pass, or a throughput point without --interval; --json and the Markdown say which); a ratio's interval is [B.lo/A.hi, B.hi/A.lo] of each value's 95% interval (latency percentiles: order statistics of the histogram; Mops: t interval over the --interval figures; a point measured in passes: with the t interval over its passes, which alone gives a CPU figure one)";
+const MARKS: &str = "after each ratio: + better, - worse, = no significant difference (its interval holds 1), ~ within --noise, ? not judged (a value has no interval: a CPU figure of a point measured in one pass, or a throughput point without --interval; --json and the Markdown say which); the brackets after a ratio are its 95% interval, [B.lo/A.hi, B.hi/A.lo] of each value's 95% interval (inf where A's reaches 0; blank where a value has none) (latency percentiles: order statistics of the histogram; Mops: t interval over the --interval figures; a point measured in passes: with the t interval over its passes, which alone gives a CPU figure one)";
+
+/// The width of a ratio's interval cell: "[0.964, 1.041]" and a little
+/// more, so most rows' marks line up.
+const INTERVAL_W: usize = 16;
+
+/// A ratio's 95% interval as the table shows it: "[1.180, 1.310]".
+fn interval_cell(lo: f64, hi: f64) -> String {
+    let end = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.3}")
+        } else {
+            "inf".into()
+        }
+    };
+    format!("[{}, {}]", end(lo), end(hi))
+}
 
 /// The column name of the `i`-th file: A..Z, then AA..ZZ, AAA.. (as spreadsheets).
 pub fn column(i: usize) -> String {
@@ -68,26 +84,42 @@ pub(super) fn print_table(cmp: &Comparison) -> Result<()> {
     for (field, value) in &cmp.conditions {
         print_line(&format!("# {field}: {}", printable(value)))?;
     }
-    let mut header = format!("{:<70}", "point");
+    // As wide as the longest point, so every column lines up.
+    let w = cmp
+        .rows
+        .iter()
+        .map(|r| printable(&r.point).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("point".len());
+    let mut header = format!("{:<w$}", "point");
     for i in 0..cmp.sources.len() {
         let c = column(i);
         header.push_str(&format!(" {:>14}", format!("[{c}]")));
         if i > 0 {
-            header.push_str(&format!(" {:>8} ", format!("{c}/A")));
+            header.push_str(&format!(
+                " {:>8} {:<INTERVAL_W$}  ",
+                format!("{c}/A"),
+                "[95% interval]"
+            ));
         }
     }
     print_line(&header)?;
     let mut one_sided = 0usize;
     for row in &cmp.rows {
-        let mut line = format!("{:<70}", printable(&row.point));
+        let mut line = format!("{:<w$}", printable(&row.point));
         for (i, v) in row.values.iter().enumerate() {
             line.push_str(&format!(" {:>14}", fmt_value(&row.figure, *v)));
             if i > 0 {
                 line.push_str(&format!(
-                    " {:>8} {:1}",
+                    " {:>8} {:<INTERVAL_W$} {:1}",
                     row.ratios[i]
                         .map(|r| format!("{r:.3}"))
                         .unwrap_or_else(|| "-".into()),
+                    row.judged[i]
+                        .and_then(|j| j.interval)
+                        .map(|iv| interval_cell(iv.lo, iv.hi))
+                        .unwrap_or_default(),
                     row_mark(row, i)
                 ));
             }
@@ -235,5 +267,12 @@ mod tests {
         assert_eq!(column(199), "GR");
         assert_eq!(column(701), "ZZ");
         assert_eq!(column(702), "AAA");
+    }
+
+    #[test]
+    fn an_interval_cell_fits_its_column_and_says_inf() {
+        assert_eq!(interval_cell(1.18, 1.3104), "[1.180, 1.310]");
+        assert_eq!(interval_cell(0.5, f64::INFINITY), "[0.500, inf]");
+        assert!(interval_cell(0.964, 1.041).len() <= INTERVAL_W);
     }
 }
