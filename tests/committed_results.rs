@@ -316,13 +316,19 @@ fn compare_refuses_loopback_against_two_hosts_unless_forced() {
     assert!(stdout.contains("# points matched on:"), "{stdout}");
     assert!(stdout.contains("# peer mode: loopback | tcp"), "{stdout}");
     // Same measurements: every matched point's ratio is exactly 1, and no
-    // difference is called (the last word is the verdict's mark).
+    // difference is called (the last word is the verdict's mark, after the
+    // ratio and its interval "[lo, hi]" where it has one).
     let ratios: Vec<(&str, &str)> = stdout
         .lines()
         .filter(|l| l.starts_with("latency "))
         .filter_map(|l| {
             let w: Vec<&str> = l.split_whitespace().collect();
-            Some((*w.get(w.len().checked_sub(2)?)?, *w.last()?))
+            let before = if w.get(w.len().checked_sub(2)?)?.ends_with(']') {
+                4
+            } else {
+                2
+            };
+            Some((*w.get(w.len().checked_sub(before)?)?, *w.last()?))
         })
         .collect();
     assert!(!ratios.is_empty(), "{stdout}");
