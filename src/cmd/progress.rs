@@ -77,7 +77,7 @@ pub fn points(plan: &Plan) -> Vec<PlannedPoint> {
             // A fractional load first measures the background's saturated
             // rate, a point of its own before the first load, unless a
             // `max` load is planned (that measurement is then reused).
-            let saturation = u.needs_saturation() && !u.loads.contains(&crate::spec::Load::Max);
+            let saturation = u.saturation_point_apart();
             u.loads
                 .iter()
                 .enumerate()

@@ -1,7 +1,6 @@
 //! `rdma-bench run bench-configs/X.toml`: every series of an experiment, one
 //! connection per series, into one self-describing results file pair.
 
-use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
@@ -16,7 +15,7 @@ use crate::output::{print_line, Console};
 use crate::results::SCHEMA_VERSION;
 use crate::verdict::Expectation;
 
-use super::plan::{record_id, Plan};
+use super::plan::Plan;
 use super::setup::{new_doc, plan_cpus};
 
 /// `<experiment>-<device>-<host>-<UTC time>`, safe as a file name.
@@ -179,18 +178,12 @@ pub fn run_with(
             doc.device.name
         )));
     }
-    let done: HashSet<String> = doc.results.iter().map(record_id).collect();
     let plans: Vec<(String, Plan, &[Expectation])> = exp
         .series
         .iter()
+        .zip(exp.remaining(&doc.results))
         .zip(&expectations)
-        .map(|(s, (e, _))| {
-            (
-                s.label.clone(),
-                s.plan.without(Some(&s.label), &done),
-                e.as_slice(),
-            )
-        })
+        .map(|((s, rest), (e, _))| (s.label.clone(), rest, e.as_slice()))
         .collect();
     let csv = json.with_extension("csv");
     let sink = ResultsSink::new(Some(json.clone()), Some(csv.clone()));
@@ -222,11 +215,11 @@ pub fn run_with(
     if let Some(d) = &exp.description {
         console.note(&format!("{}: {}", exp.name, printable(d)));
     }
-    if !done.is_empty() {
+    if !doc.results.is_empty() {
         console.note(&format!(
             "resuming {}: {} points already measured, {todo} to go",
             json.display(),
-            done.len()
+            planned.saturating_sub(todo)
         ));
     }
     // The file exists (and parses) from the start, whatever happens next.

@@ -157,6 +157,13 @@ impl UnderLoadSpec {
         self.loads.iter().any(|l| matches!(l, Load::Fraction(_)))
     }
 
+    /// Whether the saturated rate costs a point of its own, measured before
+    /// the first load and not recorded: a fractional load needs it, and a
+    /// planned `max` load is that same measurement, reused.
+    pub fn saturation_point_apart(&self) -> bool {
+        self.needs_saturation() && !self.loads.contains(&Load::Max)
+    }
+
     /// The measuring threads: (client side, server side) in loopback.
     pub fn threads(&self) -> (usize, usize) {
         (self.background.points[0].threads as usize + 1, 2)

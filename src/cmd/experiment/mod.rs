@@ -163,6 +163,17 @@ impl Experiment {
     pub fn points(&self) -> usize {
         self.series.iter().map(|s| s.plan.points()).sum()
     }
+
+    /// Each series' plan, in order, without the points that `done` (an
+    /// earlier run's records) already holds: what `--resume` runs.
+    pub fn remaining(&self, done: &[crate::results::Record]) -> Vec<super::plan::Plan> {
+        let ids: std::collections::HashSet<String> =
+            done.iter().map(super::plan::record_id).collect();
+        self.series
+            .iter()
+            .map(|s| s.plan.without(Some(&s.label), &ids))
+            .collect()
+    }
 }
 
 /// 1-based line of a byte offset.

@@ -25,8 +25,9 @@ pub const INTERVALS_PER_WINDOW: f64 = 8.0;
 pub struct SeriesShape {
     pub label: String,
     pub figure: Figure,
-    /// Measured points; an under-load series also measures its
-    /// background's saturated rate once (counted as a point here).
+    /// Measured points; an under-load series whose loads need the
+    /// background's saturated rate and do not include `max` measures it
+    /// once more (counted as a point here).
     pub points: usize,
     /// How many times each point is measured (`passes`): every pass is set
     /// up and measured on its own, so the budget counts points × passes.

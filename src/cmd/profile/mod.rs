@@ -174,10 +174,9 @@ fn shapes(set: &Experiment, passes: u32) -> Result<Vec<SeriesShape>> {
         .iter()
         .map(|s| {
             let knobs = knobs(&s.plan);
-            let figure = Figure::of_series(&knobs).ok_or_else(|| {
-                Error::usage(format!("series '{}' measures no point", s.label))
-            })?;
-            let extra = matches!(&s.plan, Plan::UnderLoad(u) if u.loads.iter().any(|l| matches!(l, crate::spec::Load::Fraction(_))));
+            let figure = Figure::of_series(&knobs)
+                .ok_or_else(|| Error::usage(format!("series '{}' measures no point", s.label)))?;
+            let extra = matches!(&s.plan, Plan::UnderLoad(u) if u.saturation_point_apart());
             Ok(SeriesShape {
                 label: s.label.clone(),
                 figure,
@@ -381,20 +380,19 @@ fn print_remaining(
     figure_of: &[(String, String)],
     results: Option<&Path>,
 ) -> Result<()> {
-    let done: std::collections::HashSet<String> = match results {
-        Some(path) => super::compare::load(path)
-            .map_err(|e| Error::usage(format!("--resume: {e}")))?
-            .results
-            .iter()
-            .map(super::plan::record_id)
-            .collect(),
-        None => Default::default(),
+    let done = match results {
+        Some(path) => {
+            super::compare::load(path)
+                .map_err(|e| Error::usage(format!("--resume: {e}")))?
+                .results
+        }
+        None => Vec::new(),
     };
     let mut rows = Vec::new();
     let (mut total, mut left) = (0, Vec::new());
-    for s in &planned.series {
+    for (s, rest) in planned.series.iter().zip(planned.remaining(&done)) {
         let all = s.plan.points();
-        let rest = super::progress::points(&s.plan.without(Some(&s.label), &done));
+        let rest = super::progress::points(&rest);
         total += all;
         if !rest.is_empty() {
             let figure = figure_of
@@ -448,30 +446,48 @@ mod tests {
 
     /// The progress lines' time left is the plan's own estimate: over the
     /// built-in set, their per-point estimates add up to what the budget
-    /// planned (within the plan file's rounding of windows to 1 ms), but
-    /// for latency under load: its `50%` load reuses the `max` point's
-    /// saturated rate, so it runs one point fewer than the budget counts.
+    /// planned (within the plan file's rounding of windows to 1 ms),
+    /// latency under load included (its `50%` load reuses the `max`
+    /// point's saturated rate, which neither side counts twice).
     #[test]
     fn progress_estimates_add_up_to_the_plans() {
         let ctx = RunContext { connect: None };
         let set = experiment::parse_in("set", DEFAULT_SET, &ctx).unwrap();
+        assert!(
+            set.series
+                .iter()
+                .any(|s| matches!(&s.plan, Plan::UnderLoad(u) if u.needs_saturation())),
+            "the built-in set has a series whose loads need the saturated rate"
+        );
         let shapes = shapes(&set, DEFAULT_PASSES).unwrap();
         let windows = budget::split(600.0, &shapes).unwrap();
         let text = planned_set("set", DEFAULT_SET, &set, &windows, "10m", DEFAULT_PASSES).unwrap();
         let plan = experiment::parse_in("plan", &text, &ctx).unwrap();
-        let points: Vec<_> = plan
+        let sum: f64 = plan
             .series
             .iter()
-            .filter(|s| !matches!(s.plan, Plan::UnderLoad(_)))
             .flat_map(|s| super::super::progress::points(&s.plan))
-            .collect();
-        let sum: f64 = points.iter().map(|p| p.estimate_s.unwrap()).sum();
-        let planned: f64 = windows
-            .iter()
-            .zip(&shapes)
-            .filter(|(_, s)| s.figure != Figure::UnderLoad)
-            .map(|(w, _)| w.estimate_s)
+            .map(|p| p.estimate_s.unwrap())
             .sum();
+        let planned: f64 = windows.iter().map(|w| w.estimate_s).sum();
         assert!((sum - planned).abs() < 0.01 * planned, "{sum} vs {planned}");
+    }
+
+    /// A fractional load without `max` costs one unrecorded point of its
+    /// own for the saturated rate; with `max` planned, none.
+    #[test]
+    fn under_load_counts_its_saturation_point_once() {
+        let ctx = RunContext { connect: None };
+        let with = |loads: &str| {
+            let text = format!(
+                "name = \"u\"\n[[series]]\nlabel = \"u\"\nverb = \"write\"\n\
+                 size = 64\nduration = 0.5\nunder_load = {loads}\n"
+            );
+            let set = experiment::parse_in("set", &text, &ctx).unwrap_or_else(|e| panic!("{e}"));
+            shapes(&set, 1).unwrap()[0].points
+        };
+        assert_eq!(with(r#"["50%", "max"]"#), 2);
+        assert_eq!(with(r#"["10%", "50%"]"#), 3);
+        assert_eq!(with(r#"["max"]"#), 1);
     }
 }
