@@ -457,6 +457,11 @@ impl Console {
                 line.push_str(&format!("  {}-issued {:.4} Mops", d.issued_by, d.mops));
             }
         }
+        // More than the one refill per QP a bucket may hold at the close.
+        let refills = u64::from(r.burst.unwrap_or(1)) * u64::from(r.qps * r.threads);
+        if let Some(m) = r.rate_missed.filter(|&m| m > refills) {
+            line.push_str(&format!("  behind the rate: {m} offered WRs not posted"));
+        }
         line.push_str(&cpu_cells(r.cpu_util.as_ref(), true));
         if let (Some(s), Some(per_qp)) = (r.setup_s, r.setup_per_qp_ms) {
             line.push_str(&format!("  setup {s:.2} s ({per_qp:.2} ms/QP)"));

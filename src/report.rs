@@ -102,6 +102,11 @@ pub struct DriverReport {
     /// back), summed over its threads; `None` where it checks nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation: Option<Validation>,
+    /// `--rate`: tokens the issuing threads' buckets were given inside their
+    /// windows and did not hand out (forfeited to a full bucket, or left in
+    /// it at the close: the issuer fell behind); `None` without a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_missed: Option<u64>,
 }
 
 /// `--forever`: what a stopped point's window did from its opening to the

@@ -263,6 +263,7 @@ fn fold_throughput(mut f: TputRecord, ts: &[&TputRecord]) -> TputRecord {
     f.lost = sum_opt(ts.iter().map(|t| t.lost));
     f.responses = sum_opt(ts.iter().map(|t| t.responses));
     f.verify_failures = sum_opt(ts.iter().map(|t| t.verify_failures));
+    f.rate_missed = sum_opt(ts.iter().map(|t| t.rate_missed));
     f.device_counters = counters(ts.iter().map(|t| &t.device_counters));
     f.cpu_util = cpu(&f.cpu_util, ts.iter().map(|t| &t.cpu_util));
     f

@@ -235,6 +235,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
                 completions: r.completions,
                 verify_failures: vf,
                 offered_mops: spec.rate.map(|r| r.offered_mops(p.total_qps())),
+                rate_missed: r.rate_missed,
             };
         let back = received_by(&rev.received);
         let out = vec![
@@ -356,6 +357,7 @@ pub fn record(spec: &TputSpec, o: &TputOutcome) -> TputRecord {
             .map(|r| r.offered_mops(p.total_qps()) * if spec.bidirectional { 2.0 } else { 1.0 }),
         rate_per_qp: spec.rate.is_some_and(|r| r.per_qp),
         burst: spec.rate.map(|r| r.burst_for(spec.wrs_per_post(p))),
+        rate_missed: r.rate_missed,
     }
 }
 
@@ -394,6 +396,9 @@ fn sum_reports(client: &DriverReport, server: &DriverReport) -> DriverReport {
         event_wakeups: client
             .event_wakeups
             .map(|c| c + server.event_wakeups.unwrap_or(0)),
+        rate_missed: client
+            .rate_missed
+            .map(|c| c + server.rate_missed.unwrap_or(0)),
     }
 }
 

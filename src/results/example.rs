@@ -107,6 +107,7 @@ impl TputRecord {
             offered_mops: None,
             rate_per_qp: false,
             burst: None,
+            rate_missed: None,
         }
     }
 }

@@ -147,6 +147,13 @@ pub struct TputRecord {
     /// `--burst`: WRs per token refill; absent: unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub burst: Option<u32>,
+    /// `--rate`: WRs the offered rate gave inside the measured window that
+    /// were not posted in it: forfeited because a bucket was already full
+    /// (the issuer stalled, or its window stayed full, for longer than a
+    /// window's worth of tokens), or still in a bucket at the close.
+    /// `ops + rate_missed` is what was offered; absent when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_missed: Option<u64>,
     /// Never in a file: where `analysis::passes` folded a point's passes
     /// into this record, the pass records it was made from (their spread
     /// is part of its interval); empty for a record as measured.
@@ -177,6 +184,9 @@ pub struct DirectionFigure {
     /// offered the whole `--rate`); absent when unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offered_mops: Option<f64>,
+    /// `--rate`: WRs of this side's offered rate its issuers did not post.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_missed: Option<u64>,
 }
 
 /// CSV columns of throughput records, in their stable order (lists stay
@@ -225,6 +235,7 @@ pub const TPUT_CSV_COLUMNS: &[&str] = columns!(
         "offered_mops",
         "rate_per_qp",
         "burst",
+        "rate_missed",
     ],
     CheckFields::CSV_COLUMNS,
 );

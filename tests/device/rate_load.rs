@@ -44,8 +44,9 @@ fn at_half(name: &str, shape: &[&str], per_qp: bool, witness: &str) -> (TputReco
     let dc = r.device_counters.as_ref().expect("device counters");
     let pkts = *dc.get(witness).expect(witness) as f64;
     let dev_err = error(pkts / r.elapsed_s / 1e6, offered);
+    let missed = r.rate_missed.expect("a paced point records what it missed");
     eprintln!(
-        "MEASURED: {name}: saturated {:.6} Mops; offered {offered:.6} ({}): achieved {:.6} Mops, error {:+.2}%; device {witness} {pkts} over {:.3} s, error {:+.2}%; per QP {:?}",
+        "MEASURED: {name}: saturated {:.6} Mops; offered {offered:.6} ({}): achieved {:.6} Mops, error {:+.2}%, {missed} offered WRs missed; device {witness} {pkts} over {:.3} s, error {:+.2}%; per QP {:?}",
         sat.mops,
         if per_qp { "per QP x 2, --burst 2" } else { "per process" },
         r.mops,
@@ -53,6 +54,17 @@ fn at_half(name: &str, shape: &[&str], per_qp: bool, witness: &str) -> (TputReco
         r.elapsed_s,
         dev_err * 100.0,
         r.per_qp_ops
+    );
+    // Whatever the host's load did to the achieved rate, what was posted
+    // and what was missed add up to the offer over the window (give or
+    // take the refill each bucket starts with, and one in flight).
+    let offer = offered * 1e6 * r.elapsed_s;
+    let edge = 2.0 * f64::from(r.burst.unwrap_or(1) * r.qps * r.threads);
+    assert!(
+        ((r.ops + missed) as f64 - offer).abs() <= 0.01 * offer + edge,
+        "{name}: {} posted + {missed} missed against {offer:.0} offered in {:.3} s",
+        r.ops,
+        r.elapsed_s
     );
     (r, err, dev_err)
 }

@@ -266,7 +266,7 @@ fn issue_thread<const RING: bool>(
             woken_before = woken();
             open = true;
             if let Some(pacers) = pacers.as_mut() {
-                pacers.restart(now);
+                pacers.restart(win.opened());
             }
             if let Some(h) = ctx.hold {
                 h.opened();
@@ -364,6 +364,7 @@ fn issue_thread<const RING: bool>(
     // (thousands of QPs hold many) are drained below, outside the window.
     // An --iters run's window ends when its last WR has completed.
     let counters = win.close();
+    let missed = pacers.as_mut().map(|p| p.missed(closed_at));
     let wakeups = woken().zip(woken_before).map(|(now, before)| now - before);
     let mut per_qp: Vec<u64> = tx.posted.iter().zip(&base).map(|(p, b)| p - b).collect();
     let mut closed_at = closed_at;
@@ -423,7 +424,8 @@ fn issue_thread<const RING: bool>(
             .with_counters(counters)
             .with_wakeups(wakeups)
             .with_to_stop(to_stop)
-            .with_validation(validation),
+            .with_validation(validation)
+            .with_missed(missed),
     )
 }
 

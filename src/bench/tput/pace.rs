@@ -17,6 +17,13 @@
 //! it (on soft-RoCE, where the CPU is the NIC, the probe of `--under-load`).
 //! The grid is absolute, so waking late costs no tokens: the offered rate
 //! is the same, only the spacing of WRs gets coarser by the lateness.
+//!
+//! What a longer stall costs is counted, not hidden: the record's
+//! `rate_missed` is every token the grid gave inside the window that was
+//! not posted in it, either forfeited (a refill found the bucket full) or
+//! still in the bucket when the window closed. Achieved plus missed is the
+//! offered rate, so a shortfall says the issuer fell behind, not that the
+//! grid was short.
 
 use std::time::Duration;
 
@@ -53,6 +60,12 @@ impl QpPacers {
         for pacer in &mut self.buckets {
             pacer.restart(now);
         }
+    }
+
+    /// Tokens every bucket was given since its (re)start, the refills due
+    /// by `now` included (the window closes at `now`), and did not hand out.
+    pub fn missed(&mut self, now: u64) -> u64 {
+        self.buckets.iter_mut().map(|b| b.missed(now)).sum()
     }
 
     /// Takes `n` tokens from QP `q`'s bucket if it holds them at `now`.
@@ -147,6 +160,8 @@ pub struct Pacer {
     /// Refills due so far (counted whether or not they fit).
     refills: u64,
     tokens: u64,
+    /// Tokens refills brought that did not fit in the full bucket.
+    forfeited: u64,
 }
 
 impl Pacer {
@@ -163,6 +178,7 @@ impl Pacer {
             origin: now,
             refills: 0,
             tokens: burst,
+            forfeited: 0,
         }
     }
 
@@ -173,24 +189,41 @@ impl Pacer {
         self.origin = now;
         self.refills = 0;
         self.tokens = self.burst;
+        self.forfeited = 0;
     }
 
     /// Takes `n` tokens if the bucket holds them at `now`.
     #[inline(always)]
     pub fn take(&mut self, now: u64, n: u64) -> bool {
         if self.tokens < n {
-            let due = (now.wrapping_sub(self.origin) as f64 * self.refills_per_tick) as u64;
-            if due > self.refills {
-                let add = (due - self.refills).saturating_mul(self.burst);
-                self.tokens = (self.tokens + add.min(self.cap)).min(self.cap);
-                self.refills = due;
-            }
+            self.refill(now);
             if self.tokens < n {
                 return false;
             }
         }
         self.tokens -= n;
         true
+    }
+
+    /// Adds the refills due by `now`; what does not fit is forfeited. A
+    /// `now` before the origin (read just before a restart) is no refill.
+    #[inline(always)]
+    fn refill(&mut self, now: u64) {
+        let due = (now.saturating_sub(self.origin) as f64 * self.refills_per_tick) as u64;
+        if due > self.refills {
+            let add = (due - self.refills).saturating_mul(self.burst);
+            let room = self.cap - self.tokens;
+            self.forfeited = self.forfeited.saturating_add(add.saturating_sub(room));
+            self.tokens += add.min(room);
+            self.refills = due;
+        }
+    }
+
+    /// Tokens given since the (re)start, with the refills due by `now`,
+    /// and not taken: forfeited, or still in the bucket.
+    pub fn missed(&mut self, now: u64) -> u64 {
+        self.refill(now);
+        self.forfeited + self.tokens
     }
 
     /// The tick at which the bucket holds `n` tokens (in the past if it
@@ -320,5 +353,45 @@ mod tests {
         assert_eq!(got, 16);
         // After that, the grid continues from where it was (no drift).
         assert!(p.take(later + 1_000, 1));
+    }
+
+    #[test]
+    fn what_a_stall_cannot_catch_up_is_counted_as_missed() {
+        // One token per 1000 ticks, a bucket of 16, emptied at the start.
+        let mut p = pacer(1e6, 1, 16);
+        assert!(p.take(1_000, 1));
+        // 1 ms and half a refill later: 1000 refills due, 16 fit.
+        let later = 1_000 + 1_000_000 + 500;
+        assert_eq!(p.missed(later), 1000, "984 forfeited, 16 held");
+        while p.take(later, 1) {}
+        assert_eq!(p.missed(later), 1000 - 16);
+        // The next refill lands in an empty bucket: nothing more is lost.
+        assert!(p.take(later + 1_000, 1));
+        assert_eq!(p.missed(later + 1_000), 1000 - 16);
+    }
+
+    #[test]
+    fn a_taker_that_keeps_up_misses_nothing() {
+        // Four tokens per 4000 ticks, taken at least every 1500.
+        let mut p = pacer(1e6, 4, 64);
+        let mut now = 1_000;
+        while now < 1_000 + 10_000_000 {
+            while p.take(now, 4) {}
+            now += 1_500;
+        }
+        while p.take(now, 1) {}
+        assert_eq!(p.missed(now), 0);
+        // Then nothing is taken for 10 ms: 2500 refills (10 000 tokens)
+        // are due, of which 64 fit in the emptied bucket: all are missed.
+        assert_eq!(p.missed(now + 10_000_000), 10_000);
+        while p.take(now + 10_000_000, 1) {}
+        assert_eq!(p.missed(now + 10_000_000), 10_000 - 64);
+        // A restart (the window opening) forgets what was missed before it,
+        // and holds one refill; a clock read just before it adds none.
+        p.restart(now + 10_000_000);
+        assert_eq!(p.missed(now + 10_000_000), 4);
+        assert!(p.take(now + 9_999_000, 4));
+        assert!(!p.take(now + 9_999_000, 1));
+        assert_eq!(p.missed(now + 9_999_000), 0);
     }
 }

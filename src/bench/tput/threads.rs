@@ -26,6 +26,7 @@ pub struct ThreadResult {
     to_stop: Option<ToStop>,
     wakeups: Option<u64>,
     validation: Option<Validation>,
+    missed: Option<u64>,
 }
 
 impl ThreadResult {
@@ -63,12 +64,20 @@ impl ThreadResult {
             to_stop: None,
             wakeups: None,
             validation: None,
+            missed: None,
         }
     }
 
     /// `--validate`: what this thread checked (READ issuers, echo clients).
     pub fn with_validation(mut self, validation: Option<Validation>) -> Self {
         self.validation = validation;
+        self
+    }
+
+    /// `--rate`: the tokens this thread's buckets were given in its window
+    /// and did not hand out.
+    pub fn with_missed(mut self, missed: Option<u64>) -> Self {
+        self.missed = missed;
         self
     }
 
@@ -143,6 +152,9 @@ pub fn run_threads<S: Send>(
                 Some(all) => all.absorb(v),
                 None => report.validation = Some(v.clone()),
             }
+        }
+        if let Some(f) = r.missed {
+            report.rate_missed = Some(report.rate_missed.unwrap_or(0) + f);
         }
         if let Some(w) = r.wakeups {
             report.event_wakeups = Some(report.event_wakeups.unwrap_or(0) + w);

@@ -236,7 +236,7 @@ fn echo_client_thread(
             woken_before = woken(s);
             kept.copy_from_slice(&fl.done);
             if let Some(pacers) = pacers.as_mut() {
-                pacers.restart(now);
+                pacers.restart(win.opened());
             }
         }
         // Drain what is in flight, but not forever: over UD a lost request
@@ -396,6 +396,7 @@ fn echo_client_thread(
     // Round trips completed by the end of the window; the drain after it is not counted.
     let per_qp: Vec<u64> = at_end.iter().zip(&base).map(|(d, b)| d - b).collect();
     let elapsed_s = clock.to_ns(stopped_at.saturating_sub(win.opened())) as f64 / 1e9;
+    let missed = pacers.as_mut().map(|p| p.missed(stopped_at));
     let validation = match resp_check {
         Some(c) => Some(c.finish()),
         None => s.validate.then(|| check_responses(s, &fl, lossy)),
@@ -411,7 +412,8 @@ fn echo_client_thread(
     .with_counters(counters)
     .with_wakeups(wakeups)
     .with_to_stop(to_stop)
-    .with_validation(validation))
+    .with_validation(validation)
+    .with_missed(missed))
 }
 
 const ECHO_WRITE_HOW: &str = "echo (WRITE responses): each response slot that a round trip reached, against its request slot's pattern (its marker byte excepted), on the client after the loop, at no cost to the figures; the last response of each slot is what is checked (a corrupt one is named by its slot's round trips so far)";
