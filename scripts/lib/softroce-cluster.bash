@@ -416,6 +416,29 @@ cluster_reap() {
 	fi
 }
 
+# A host whose virtual NIC stopped transmitting: the guest kernel's TX
+# watchdog ("NETDEV WATCHDOG: ... transmit queue N timed out") fires every
+# 5 s and virtio-net never resets the queue, so the host can neither be
+# reached nor reach anyone again. Seen under TCG on a CPU-starved machine.
+# Prints the first such line, without the timestamp; nothing when healthy.
+cluster_nic_wedged() {
+	[[ -s $1 ]] || return 0
+	tr -d '\r' <"$1" | grep -m1 -F 'NETDEV WATCHDOG' | sed 's/^\[ *[0-9.]*\] //' || true
+}
+
+# Kills host $1, whose NIC is wedged ($2, the watchdog line), and marks it
+# failed: waiting would only run into the cluster's timeout.
+cluster_kill_wedged() {
+	local h=$1 ctl=$c_run_dir/$1
+	info "cluster: $h: its network device stopped transmitting: $2"
+	info "cluster: $h: a wedged virtual NIC never recovers, so $h is killed now instead of at the timeout"
+	console_tail_of "$ctl/console.log" "$h" "-$h"
+	kill -KILL "${c_qemu[$h]}" 2>/dev/null || true
+	{ wait "${c_qemu[$h]}"; } 2>/dev/null || true
+	c_state[$h]=wedged
+	c_rc[$h]=125
+}
+
 cluster_handle_requests() {
 	local f name h
 	for f in "$c_run_dir/shared/requests"/power-off-*; do
@@ -457,9 +480,18 @@ cluster_main() {
 	local started=$SECONDS
 	for ((i = 1; i <= c_hosts; i++)); do cluster_boot_host "$i" "$hosts_list"; done
 
-	local h runners_left ended_at="" failed=""
+	local h runners_left ended_at="" failed="" wedged next_nic_check=0
 	while :; do
 		cluster_handle_requests
+		# Consoles are read every 2 s, not on every 0.1 s turn.
+		if [[ $SECONDS -ge $next_nic_check ]]; then
+			next_nic_check=$((SECONDS + 2))
+			for h in "${!c_qemu[@]}"; do
+				[[ ${c_state[$h]} == running ]] || continue
+				wedged=$(cluster_nic_wedged "$c_run_dir/$h/console.log")
+				[[ -z $wedged ]] || { cluster_kill_wedged "$h" "$wedged"; failed=${failed:-$h}; }
+			done
+		fi
 		for h in "${!c_qemu[@]}"; do
 			[[ ${c_state[$h]} == running || ${c_state[$h]} == powering-off ]] || continue
 			kill -0 "${c_qemu[$h]}" 2>/dev/null && continue
@@ -502,6 +534,7 @@ cluster_main() {
 		case ${c_state[$h]} in
 		ended) line="exited with status ${c_rc[$h]}" ;;
 		died) line="died (see above)" ;;
+		wedged) line="killed: its network device stopped transmitting (see above)" ;;
 		powered-off) line="powered off on request" ;;
 		stopped) line="stopped${c_runs[$h]:+ before its command ended}" ;;
 		timed-out) line="still running at the timeout" ;;
@@ -514,7 +547,12 @@ cluster_main() {
 		rc=124
 	elif [[ -n $failed ]]; then
 		rc=${c_rc[$failed]}
-		info "cluster: failed: $failed $([[ ${c_state[$failed]} == died ]] && echo "died" || echo "exited with status $rc")"
+		case ${c_state[$failed]} in
+		died) line="died" ;;
+		wedged) line="lost its network" ;;
+		*) line="exited with status $rc" ;;
+		esac
+		info "cluster: failed: $failed $line"
 	fi
 	info "cluster: $((SECONDS - started)) s from the first boot"
 	exit "$rc"
