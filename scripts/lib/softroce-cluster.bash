@@ -421,10 +421,7 @@ cluster_reap() {
 # 5 s and virtio-net never resets the queue, so the host can neither be
 # reached nor reach anyone again. Seen under TCG on a CPU-starved machine.
 # Prints the first such line, without the timestamp; nothing when healthy.
-cluster_nic_wedged() {
-	[[ -s $1 ]] || return 0
-	tr -d '\r' <"$1" | grep -m1 -F 'NETDEV WATCHDOG' | sed 's/^\[ *[0-9.]*\] //' || true
-}
+cluster_nic_wedged() { console_first_match "$1" 'NETDEV WATCHDOG'; }
 
 # Kills host $1, whose NIC is wedged ($2, the watchdog line), and marks it
 # failed: waiting would only run into the cluster's timeout.

@@ -468,12 +468,19 @@ keep_console() {
 
 # Why a guest that ended without the command's status ended: its init's
 # reported failure, a kernel panic or oops on its console, or nothing known.
+# The first line of console log $1 that matches extended regex $2, without
+# the kernel's timestamp; nothing when none matches or the log is empty.
+console_first_match() {
+	[[ -s $1 ]] || return 0
+	tr -d '\r' <"$1" | grep -m1 -E "$2" | sed 's/^\[ *[0-9.]*\] //' || true
+}
+
 guest_death_reason() {
 	local ctl=$1 why
 	why=$(cat "$ctl/init-error" 2>/dev/null ||
 		tr -d '\r' <"$ctl/console.log" | sed -n 's/^softroce-init: FAILED: //p' | tail -n1)
 	if [[ -n $why ]]; then echo "guest init failed: $why"; return 0; fi
-	why=$(tr -d '\r' <"$ctl/console.log" | grep -m1 -E 'Kernel panic|BUG:|Oops|general protection fault' | sed 's/^\[ *[0-9.]*\] //')
+	why=$(console_first_match "$ctl/console.log" 'Kernel panic|BUG:|Oops|general protection fault')
 	if [[ -n $why ]]; then echo "its kernel died: $why"; return 0; fi
 	echo "its guest ended before the command did"
 }
