@@ -139,8 +139,7 @@ fn experiment_files_are_strictly_typed() {
 
 #[test]
 fn memory_layout_keys_reach_experiment_files() {
-    let dir = std::env::temp_dir().join(format!("rdma-bench-cli-mem-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::common::scratch("cli-mem");
     let cases = [
         ("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\noffsets = \"random\"\n", "--offsets random: needs --region"),
         ("verb = \"write\"\nmetric = \"throughput\"\ndirection = \"inbound\"\nregion = \"1k\"\nsize = 4096\n", "--region 1024 --size 4096"),

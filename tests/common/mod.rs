@@ -23,12 +23,39 @@ pub fn text(o: &Output) -> (String, String) {
     )
 }
 
-/// A fresh scratch directory under the system temp dir.
+/// A fresh scratch directory under the system temp dir, named after this
+/// test process. A test's files stay there after it ends, so a failure can be
+/// looked at; the first call of a process removes the ones left by test
+/// processes that are no longer running, so they never pile up.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rdma-bench-test-{}-{name}", std::process::id()));
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    SWEEP.call_once(remove_dead_processes_scratch);
+    let dir = std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
+}
+
+const SCRATCH_PREFIX: &str = "rdma-bench-test-";
+
+/// Removes `rdma-bench-test-<pid>-*` directories whose process has exited.
+fn remove_dead_processes_scratch() {
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().filter(|p| p.parse::<u32>().is_ok()) else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Where `read_json` collects results documents instead of validating each
