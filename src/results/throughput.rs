@@ -151,7 +151,9 @@ pub struct TputRecord {
     /// were not posted in it: forfeited because a bucket was already full
     /// (the issuer stalled, or its window stayed full, for longer than a
     /// window's worth of tokens), or still in a bucket at the close.
-    /// `ops + rate_missed` is what was offered; absent when unlimited.
+    /// `ops + rate_missed` is what was offered, but for echo, whose `ops`
+    /// are round trips completed: its requests still unanswered at the
+    /// close (at most `window` per QP) are in neither. Absent when unlimited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_missed: Option<u64>,
     /// Never in a file: where `analysis::passes` folded a point's passes
