@@ -207,12 +207,15 @@ submit_job() {
 #   NAME.kill  a signal name, sent to that pid
 # Every fork costs a TCG guest tens of milliseconds, so a job costs two
 # forks and its command's exec, and nothing here forks per poll.
+# The agent also watches this host's NIC (nic_watch).
 cluster_agent() {
 	in_cluster agent
 	local dir=$SOFTROCE_CLUSTER_DIR/jobs/$SOFTROCE_HOST f id pid sig
 	local -A seen=()
+	local nic_done=-1 nic_moved=$SECONDS nic_sent0="" nic_next=0
 	mkdir -p "$dir"
 	until [[ -e $SOFTROCE_CLUSTER_DIR/stop ]]; do
+		[[ $SECONDS -lt $nic_next ]] || nic_watch
 		for f in "$dir"/*.job "$dir"/*.kill; do
 			[[ -e $f && -z ${seen[$f]:-} ]] || continue
 			seen[$f]=1
@@ -229,6 +232,32 @@ cluster_agent() {
 		done
 		nap 0.05
 	done
+}
+
+# Every 3 s: when eth0 has completed no transmission for 10 s or more while
+# its qdisc kept handing packets to the driver, the device has stopped taking
+# them (qemu's virtio-net was seen to stop consuming a guest's TX ring under a
+# starved CPU, and the kernel's NETDEV WATCHDOG waits for the ring to fill,
+# which took minutes of a test's retries): the console says so once, and the
+# harness ends the cluster on that line (cluster_nic_wedged). The driver's
+# tx_packets count completions; the qdisc's "Sent" counts hand-overs.
+nic_watch() {
+	local done sent
+	nic_next=$((SECONDS + 3))
+	read -r done </sys/class/net/eth0/statistics/tx_packets 2>/dev/null || return 0
+	if [[ $done != "$nic_done" ]]; then
+		nic_done=$done nic_moved=$SECONDS nic_sent0=""
+		return 0
+	fi
+	[[ $((SECONDS - nic_moved)) -ge 10 ]] || return 0
+	sent=$(tc -s qdisc show dev eth0 2>/dev/null | awk '$1 == "Sent" { print $4; exit }')
+	[[ -n $sent ]] || return 0
+	if [[ -z $nic_sent0 || $sent -lt $nic_sent0 ]]; then
+		nic_sent0=$sent # (a test replaced the qdisc: its counts start again)
+	elif [[ $((sent - nic_sent0)) -ge 3 ]]; then
+		echo "<4>softroce: eth0 transmit stalled: $((sent - nic_sent0)) packets handed to the driver, none completed in $((SECONDS - nic_moved)) s" >/dev/kmsg
+		nic_next=$((1 << 62))
+	fi
 }
 
 # Starts job $1 (its path without .job): an outer subshell that outlives
@@ -421,7 +450,7 @@ cluster_reap() {
 # 5 s and virtio-net never resets the queue, so the host can neither be
 # reached nor reach anyone again. Seen under TCG on a CPU-starved machine.
 # Prints the first such line, without the timestamp; nothing when healthy.
-cluster_nic_wedged() { console_first_match "$1" 'NETDEV WATCHDOG'; }
+cluster_nic_wedged() { console_first_match "$1" 'NETDEV WATCHDOG|softroce: eth0 transmit stalled'; }
 
 # Kills host $1, whose NIC is wedged ($2, the watchdog line), and marks it
 # failed: waiting would only run into the cluster's timeout.
