@@ -4,7 +4,7 @@
 use super::*;
 
 /// rdma-bench's and perftest's 64 B WRITE half-RTT, each side's best over
-/// [`PARITY_ROUNDS`] rounds run in turn.
+/// the rounds run in turn.
 struct Parity {
     ours_min: f64,
     ours_p50: f64,
@@ -12,9 +12,24 @@ struct Parity {
     pt_typical: f64,
 }
 
-/// Rounds per side: a burst of load on the shared machine then spoils one
-/// round, not one tool.
-const PARITY_ROUNDS: u16 = 3;
+/// How many alternating rounds a comparison runs: at least `min`, and
+/// then more, up to `max`, while rdma-bench's best minimum is above
+/// `bound` times perftest's. A burst of load on the shared machine then
+/// spoils one round, not one tool; and since noise only ever raises a
+/// minimum, more rounds bring each tool's best nearer its floor, never
+/// below it, so a real excess stays above the bound however many run.
+struct Rounds {
+    min: u16,
+    max: u16,
+    bound: f64,
+}
+
+/// The clock test's plan: three rounds, judged only for a halving gone wrong.
+const PARITY_ROUNDS: Rounds = Rounds {
+    min: 3,
+    max: 3,
+    bound: f64::INFINITY,
+};
 
 impl Parity {
     fn ratios(&self) -> (f64, f64) {
@@ -38,15 +53,19 @@ impl Parity {
     }
 }
 
-/// Measures [`Parity`] against `serve` on `port` (named `name` in the
-/// scratch dir) and perftest on `pt_port` and up; also returns rdma-bench's
-/// first document. Like for like: rdma-bench runs without --inline, and so
-/// does perftest (-I 0; it inlines small WRITEs on some NICs by default).
-fn write_parity_with_perftest(name: &str, port: u16, pt_port: u16) -> (Parity, ResultsDoc) {
+/// Measures [`Parity`] over the alternating `rounds` of `iters`
+/// iterations: each round starts a fresh `serve` (on `port + round`) for
+/// rdma-bench and then a fresh ib_write_lat pair (on `pt_port + round`), as
+/// `scripts/vs-perftest` does; also returns rdma-bench's first document.
+/// Like for like: rdma-bench runs without --inline, and so does perftest
+/// (-I 0; it inlines small WRITEs on some NICs by default).
+fn write_parity_with_perftest(
+    name: &str,
+    (port, pt_port): (u16, u16),
+    rounds: Rounds,
+    iters: &str,
+) -> (Parity, ResultsDoc) {
     let dev = device();
-    let iters = "2000";
-    let _server = start_server(port);
-    let target = format!("{}:{port}", ipv4());
     let mut first = None;
     let mut p = Parity {
         ours_min: f64::INFINITY,
@@ -54,11 +73,17 @@ fn write_parity_with_perftest(name: &str, port: u16, pt_port: u16) -> (Parity, R
         pt_min: f64::INFINITY,
         pt_typical: f64::INFINITY,
     };
-    for round in 0..PARITY_ROUNDS {
-        let (doc, _) = latency(
-            &format!("{name}-{round}"),
-            &["write", "--connect", &target, "-s", "64", "-n", iters],
-        );
+    let mut round = 0;
+    while round < rounds.min || (round < rounds.max && p.ratios().0 > rounds.bound) {
+        let doc = {
+            let _server = start_server(port + round);
+            let target = format!("{}:{}", ipv4(), port + round);
+            latency(
+                &format!("{name}-{round}"),
+                &["write", "--connect", &target, "-s", "64", "-n", iters],
+            )
+            .0
+        };
         let stats = &doc.latency().next().unwrap().stats;
         let (ours_min, ours_p50) = (stats.min_ns / 1000.0, stats.p50_ns / 1000.0);
         p.ours_min = p.ours_min.min(ours_min);
@@ -76,10 +101,11 @@ fn write_parity_with_perftest(name: &str, port: u16, pt_port: u16) -> (Parity, R
         } else {
             eprintln!("ib_write_lat reported t_min {pt_min} us, t_typical {pt_typical} us (its clock calibration failed): round {round} counts only for rdma-bench");
         }
+        round += 1;
     }
     let (r_min, r_p50) = p.ratios();
     eprintln!(
-        "MEASURED: 64 B WRITE half-RTT rdma-bench/perftest, best of {PARITY_ROUNDS} rounds each: min {r_min:.3} ({:.2} / {:.2} us), p50 {r_p50:.3} ({:.2} / {:.2} us)",
+        "MEASURED: 64 B WRITE half-RTT rdma-bench/perftest, best of {round} rounds of {iters} each: min {r_min:.3} ({:.2} / {:.2} us), p50 {r_p50:.3} ({:.2} / {:.2} us)",
         p.ours_min, p.pt_min, p.ours_p50, p.pt_typical
     );
     (p, first.expect("at least one round"))
@@ -112,7 +138,7 @@ fn clock_in_this_guest_is_the_tsc_and_its_read_cost_is_recorded() {
             .ok();
 
     // rdma-bench as two processes, like perftest.
-    let (parity, doc) = write_parity_with_perftest("clock", 18613, 18620);
+    let (parity, doc) = write_parity_with_perftest("clock", (18820, 18620), PARITY_ROUNDS, "2000");
     let clock = &doc.clock;
     eprintln!("clock: {clock}");
     if cfg!(target_arch = "x86_64") {
@@ -185,13 +211,46 @@ fn perftest_write_lat_64(dev: &str, gid: &str, iters: &str, port: u16) -> (f64, 
     perftest_min_and_typical_us(&pt_out)
 }
 
+/// The bound on rdma-bench's best 64 B WRITE minimum over perftest's. The
+/// minimum is the figure additive noise cannot fake (no sample is faster
+/// than the work between its two clock reads), so an excess in it is work
+/// in rdma-bench's timed span that perftest's does not have: one more
+/// syscall there costs about 1 us of the 9-19 us half round trip of a TCG
+/// guest, over 5 %. Why 1.05 and not 1.02, measured in TCG guests
+/// (2026-12-07, 2596 MHz EPYC host), best minima in alternating rounds:
+/// - perftest against itself, the floor of what any tool can be held to:
+///   best-of-5 ratios 0.984-1.019 over 8 blocks of 5 rounds;
+/// - rdma-bench against perftest: best-of-5 1.001-1.029 over the same 8
+///   blocks, best of 30-40 rounds 1.019-1.024 (and 1.017-1.036 over 7 rounds
+///   on a 2445 MHz host on 2026-12-03), 1.010-1.081 over 8 runs of 5 rounds
+///   while the host's load moved rounds between modes 9, 11 and 13 us apart
+///   (the 1.081: rdma-bench's 5 rounds missed the fastest mode).
+///
+/// A 1.02 bound would fail a perftest-vs-perftest run now and then, and this
+/// build about one run in four; 1.05 holds every floor measured with room
+/// for the noise, and the extra rounds (up to 15) give a tool that missed
+/// the fast mode its chance.
+const MIN_RATIO_BOUND: f64 = 1.05;
+
 #[test]
 #[ignore = "needs an RDMA device and perftest: run via scripts/test (soft-RoCE)"]
-fn write_half_rtt_agrees_with_perftest_within_1_5x() {
-    let (parity, doc) = write_parity_with_perftest("vsperf", 18603, 18790);
+fn write_64_minimum_is_within_5_percent_of_perftest() {
+    let rounds = Rounds {
+        min: 5,
+        max: 15,
+        bound: MIN_RATIO_BOUND,
+    };
+    let (parity, doc) = write_parity_with_perftest("vsperf", (18830, 18850), rounds, "5000");
     parity.assert_holds("");
     assert!(
         !doc.latency().next().unwrap().posting.inline,
         "like for like: no inline"
+    );
+    let (r_min, _) = parity.ratios();
+    assert!(
+        r_min <= MIN_RATIO_BOUND,
+        "rdma-bench's best 64 B WRITE half-RTT minimum is {r_min:.3} of perftest's ({:.2} / {:.2} us) after 15 alternating rounds, above {MIN_RATIO_BOUND}: something runs between its clock reads that perftest's loop does not run",
+        parity.ours_min,
+        parity.pt_min
     );
 }
