@@ -18,6 +18,7 @@ struct Parity {
 /// spoils one round, not one tool; and since noise only ever raises a
 /// minimum, more rounds bring each tool's best nearer its floor, never
 /// below it, so a real excess stays above the bound however many run.
+#[derive(Clone, Copy)]
 struct Rounds {
     min: u16,
     max: u16,
@@ -249,8 +250,9 @@ fn write_64_minimum_is_within_5_percent_of_perftest() {
     let (r_min, _) = parity.ratios();
     assert!(
         r_min <= MIN_RATIO_BOUND,
-        "rdma-bench's best 64 B WRITE half-RTT minimum is {r_min:.3} of perftest's ({:.2} / {:.2} us) after 15 alternating rounds, above {MIN_RATIO_BOUND}: something runs between its clock reads that perftest's loop does not run",
+        "rdma-bench's best 64 B WRITE half-RTT minimum is {r_min:.3} of perftest's ({:.2} / {:.2} us) after {} alternating rounds, above {MIN_RATIO_BOUND}: something runs between its clock reads that perftest's loop does not run",
         parity.ours_min,
-        parity.pt_min
+        parity.pt_min,
+        rounds.max
     );
 }
