@@ -4,7 +4,8 @@
 //! the watch a client would go on posting into the void for the rest of its
 //! window. The thread sleeps in `poll(2)` for the connection's end only
 //! (the peer's FIN, a reset, or the kernel giving up on a host that stopped
-//! answering, see `TcpChannel::new`), so it costs the loops nothing.
+//! answering, see `TcpChannel::new`), and in a descriptor table of its own,
+//! so it costs the loops nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,7 +15,7 @@ use std::time::Duration;
 use super::Control;
 use crate::abort::abort_all;
 use crate::error::{Error, Result};
-use crate::sys::{wait_hangup, Hangup};
+use crate::sys::{own_descriptor_table, wait_hangup, Hangup};
 
 /// How often the watching thread looks at its stop flag.
 const SLICE: Duration = Duration::from_millis(200);
@@ -42,6 +43,11 @@ impl PeerWatch {
             std::thread::Builder::new()
                 .name("peer-watch".into())
                 .spawn(move || {
+                    // Out of the measuring thread's descriptor table, so its
+                    // doorbell writes find the table unshared (see
+                    // `own_descriptor_table`); the copy keeps `fd` open. If
+                    // the kernel refuses, the watch still works.
+                    let _ = own_descriptor_table();
                     while !stop.load(Ordering::Relaxed) {
                         if let Some(h) = wait_hangup(fd, SLICE) {
                             *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
