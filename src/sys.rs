@@ -151,16 +151,6 @@ pub fn own_descriptor_table() -> io::Result<()> {
     }
 }
 
-/// Closes descriptor number `fd` in the calling thread's table, where no
-/// value of this program owns it: after [`own_descriptor_table`], the copies
-/// of descriptors that values of the other table own (closing a copy leaves
-/// the original open). A number that is not open is ignored.
-pub fn close_copy(fd: std::os::fd::RawFd) {
-    // SAFETY: close touches no memory; the caller names a descriptor no
-    // value in this thread's table owns, so no owner is left dangling.
-    unsafe { libc::close(fd) };
-}
-
 /// The CPU the calling thread is running on right now, if the kernel says.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and touches no caller memory.
@@ -435,14 +425,16 @@ mod tests {
     #[test]
     fn an_own_descriptor_table_is_a_copy_apart() {
         use std::io::Read;
-        use std::os::fd::AsRawFd;
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let mut file = std::fs::File::open("/proc/self/stat").unwrap();
         let fd = file.as_raw_fd();
         let (to_main, from_helper) = std::sync::mpsc::channel();
         let (to_helper, from_main) = std::sync::mpsc::channel::<i32>();
         let helper = std::thread::spawn(move || {
             own_descriptor_table().expect("unshare(CLONE_FILES)");
-            close_copy(fd);
+            // SAFETY: `fd` is open in this thread's copy of the table and
+            // nothing else in this thread uses it.
+            drop(unsafe { OwnedFd::from_raw_fd(fd) });
             to_main.send(()).unwrap();
             let later = from_main.recv().unwrap();
             // SAFETY: F_GETFD reads a descriptor's flags and touches no memory.

@@ -1,10 +1,9 @@
 //! `rdma-bench serve`: the passive side of two-host runs. Each client gets its
-//! own thread, descriptor table, QP and freshly registered buffer (so no
-//! client can reach another's memory, and its thread's doorbell writes find
-//! their table unshared); a failing client costs one log line, never the server.
+//! own thread, QP and freshly registered buffer (so no client can reach
+//! another's memory); a failing client costs one log line, never the server.
 
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,7 +65,6 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         .set_nonblocking(true)
         .map_err(|e| Error::io("making the listener non-blocking", e))?;
     loop {
-        slots.reap();
         if aborted() {
             eprintln!("serve: stopping ({} clients still connected)", slots.held());
             return Err(Error::Interrupted);
@@ -113,44 +111,22 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             continue;
         };
         let (port, groups, budget) = (port.clone(), groups.clone(), budget.clone());
-        // The client's thread measures in a descriptor table of its own
-        // (see `sys::own_descriptor_table`), without copies of what this
-        // thread owns; this thread then closes its copy of the client's socket.
-        let socket = stream.as_raw_fd();
-        let not_its: Vec<RawFd> = [listener.as_raw_fd(), spare.as_raw_fd()]
-            .into_iter()
-            .chain(slots.fds())
-            .collect();
-        let (apart_tx, apart_rx) = std::sync::mpsc::sync_channel(1);
         let spawned = std::thread::Builder::new()
             .name("serve-client".into())
             .spawn(move || {
-                let apart = sys::own_descriptor_table().is_ok();
-                if apart {
-                    not_its.into_iter().for_each(sys::close_copy);
-                }
-                let _ = apart_tx.send(apart);
                 let peer = stream
                     .peer_addr()
                     .map(|a| a.to_string())
                     .unwrap_or_else(|_| "?".into());
-                let ending = stream.try_clone().ok();
                 let done = serve_one(&port, stream, &clock, handshake, &groups, &budget);
-                // The slot's duplicate in the accepting thread's table keeps
-                // the socket open until that thread reaps it: end the
-                // connection now, so the client sees it end with the point.
-                if let Some(s) = ending {
-                    let _ = s.shutdown(std::net::Shutdown::Both);
-                }
+                // The slot is free once the connection is closed (serve_one
+                // dropped it), not once the log line below is written.
                 drop(slot);
                 match done {
                     Ok(()) => eprintln!("serve: {peer}: done"),
                     Err(e) => eprintln!("serve: {peer}: dropped: {e}"),
                 }
             });
-        if spawned.is_ok() && apart_rx.recv() == Ok(true) {
-            sys::close_copy(socket);
-        }
         if let Err(e) = spawned {
             // The closure, and with it the slot, is gone already.
             eprintln!("serve: refused a client: cannot start its thread: {e}");
@@ -164,13 +140,10 @@ pub fn run(args: &ServeArgs) -> Result<()> {
 
 /// The --max-clients slots: one per live connection, each held with a
 /// duplicate of its socket so that a connection whose peer is gone can be
-/// seen (and its slot reused) without waiting for its thread to notice. The
-/// duplicates live in the accepting thread's descriptor table, so only that
-/// thread closes them: a client's thread only reports its slot ended.
+/// seen (and its slot reused) without waiting for its thread to notice.
 struct Slots {
     max: usize,
     held: Mutex<Vec<(u64, TcpStream)>>,
-    ended: Mutex<Vec<u64>>,
     next: AtomicU64,
 }
 
@@ -183,8 +156,7 @@ struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        let mut ended = self.slots.ended.lock().unwrap_or_else(|p| p.into_inner());
-        ended.push(self.id);
+        self.slots.lock().retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -193,32 +165,16 @@ impl Slots {
         Slots {
             max,
             held: Mutex::new(Vec::new()),
-            ended: Mutex::new(Vec::new()),
             next: AtomicU64::new(0),
         }
     }
 
-    /// The live slots, those whose threads have ended closed first (by the
-    /// accepting thread, the only caller).
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, TcpStream)>> {
-        let ended = std::mem::take(&mut *self.ended.lock().unwrap_or_else(|p| p.into_inner()));
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        held.retain(|(id, _)| !ended.contains(id));
-        held
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn held(&self) -> usize {
         self.lock().len()
-    }
-
-    /// Closes the duplicates of connections whose threads have ended.
-    fn reap(&self) {
-        drop(self.lock());
-    }
-
-    /// The duplicates' descriptors.
-    fn fds(&self) -> Vec<RawFd> {
-        self.lock().iter().map(|(_, s)| s.as_raw_fd()).collect()
     }
 
     /// A slot for `stream`, or `None` if every slot holds a live
