@@ -151,6 +151,48 @@ pub fn own_descriptor_table() -> io::Result<()> {
     }
 }
 
+/// Closes descriptor number `fd` in the calling thread's table, where no
+/// value of this program owns it: the copy a thread left behind when it moved
+/// to a table of its own ([`own_descriptor_table`]) while a value of its own
+/// went on owning the number there. A number that is not open is ignored.
+pub fn close_left_copy(fd: std::os::fd::RawFd) {
+    // SAFETY: close touches no memory; the caller names a descriptor no
+    // value in this thread's table owns, so no owner is left dangling.
+    unsafe { libc::close(fd) };
+}
+
+/// Closes, in the calling thread's own table (after
+/// [`own_descriptor_table`]), the copies of every socket but `keep` and of
+/// every rdma_cm event channel: descriptors other threads own, whose copies
+/// would hold a finished connection open (its peer never sees it end) or a
+/// channel's file past its session. Other copies (devices, pipes, files) cost
+/// nothing anyone sees and stay, since libraries may hold them; so do the
+/// standard streams, sockets too under journald, lest a later descriptor
+/// take their numbers and the log go into it. Returns how many were closed.
+pub fn close_copied_sockets(keep: std::os::fd::RawFd) -> io::Result<usize> {
+    // thread-self, not self: /proc/self/fd lists the main thread's table.
+    let listed: Vec<std::os::fd::RawFd> = std::fs::read_dir("/proc/thread-self/fd")?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut closed = 0;
+    for fd in listed.into_iter().filter(|&fd| fd != keep && fd > 2) {
+        // The listing's own descriptor is gone by now, and fails here.
+        let Ok(target) = std::fs::read_link(format!("/proc/thread-self/fd/{fd}")) else {
+            continue;
+        };
+        let target = target.to_string_lossy();
+        if target.starts_with("socket:") || target == "/dev/infiniband/rdma_cm" {
+            // SAFETY: close touches no memory; after the unshare no value in
+            // this thread's table owns a copy of another thread's socket or
+            // channel (their owners live in the table it left).
+            if unsafe { libc::close(fd) } == 0 {
+                closed += 1;
+            }
+        }
+    }
+    Ok(closed)
+}
+
 /// The CPU the calling thread is running on right now, if the kernel says.
 pub fn current_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu takes no arguments and touches no caller memory.
@@ -447,6 +489,36 @@ mod tests {
         let later = std::fs::File::open("/proc/self/stat").unwrap();
         to_helper.send(later.as_raw_fd()).unwrap();
         assert_eq!(helper.join().unwrap(), -1, "not in the helper's table");
+    }
+
+    /// After the unshare, the copied sockets are closed in the helper's
+    /// table only, the one it keeps and other files stay open there.
+    #[test]
+    fn copied_sockets_but_the_kept_one_close_in_the_helper_only() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let kept = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let file = std::fs::File::open("/proc/self/stat").unwrap();
+        let fds = [listener.as_raw_fd(), kept.as_raw_fd(), file.as_raw_fd()];
+        let open = |fd| {
+            // SAFETY: F_GETFD reads a descriptor's flags and touches no memory.
+            unsafe { libc::fcntl(fd, libc::F_GETFD) != -1 }
+        };
+        let seen = std::thread::spawn(move || {
+            own_descriptor_table().expect("unshare(CLONE_FILES)");
+            // Standard error a socket, as under journald, in this table only.
+            // SAFETY: dup2 touches no memory; fd 2 in this copy of the
+            // table is replaced, and nothing here writes to it.
+            assert_eq!(unsafe { libc::dup2(fds[0], 2) }, 2);
+            let closed = close_copied_sockets(fds[1]).expect("/proc/thread-self/fd");
+            (closed, fds.map(open), open(2))
+        })
+        .join()
+        .unwrap();
+        assert!(seen.0 >= 1, "the listener's copy at least: {seen:?}");
+        assert_eq!(seen.1, [false, true, true], "listener, kept, file");
+        assert!(seen.2, "the standard error stays, a socket or not");
+        assert_eq!(fds.map(open), [true; 3], "all open in the table left");
     }
 
     #[test]

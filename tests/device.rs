@@ -50,6 +50,8 @@ mod profile;
 mod rate_load;
 #[path = "device/rss_many_qps.rs"]
 mod rss_many_qps;
+#[path = "device/serve_descriptors.rs"]
+mod serve_descriptors;
 #[path = "device/serve_hostile.rs"]
 mod serve_hostile;
 #[path = "device/sge_and_zero.rs"]

@@ -1,9 +1,11 @@
 //! `rdma-bench serve`: the passive side of two-host runs. Each client gets its
 //! own thread, QP and freshly registered buffer (so no client can reach
 //! another's memory); a failing client costs one log line, never the server.
+//! A session that needs no rdma_cm measures in a descriptor table of its own
+//! ([`LeftBehind`]).
 
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,6 +17,7 @@ use crate::cli::ServeArgs;
 use crate::clock::Clock;
 use crate::connect::{fail, Control, Message, TcpChannel};
 use crate::error::{Error, Result};
+use crate::spec::Connection;
 use crate::sys;
 
 pub fn run(args: &ServeArgs) -> Result<()> {
@@ -59,12 +62,15 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     }
     let slots = Arc::new(Slots::new(args.max_clients));
     let groups = Arc::new(Rendezvous::default());
+    let left = Arc::new(LeftBehind::default());
     let handshake = Duration::from_secs_f64(args.timeout);
     // Accept without blocking forever, so SIGINT/SIGTERM end the server cleanly.
     listener
         .set_nonblocking(true)
         .map_err(|e| Error::io("making the listener non-blocking", e))?;
     loop {
+        slots.reap();
+        left.close_all();
         if aborted() {
             eprintln!("serve: stopping ({} clients still connected)", slots.held());
             return Err(Error::Interrupted);
@@ -110,7 +116,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
             eprintln!("serve: dropped a connection: cannot duplicate its socket");
             continue;
         };
-        let (port, groups, budget) = (port.clone(), groups.clone(), budget.clone());
+        let (port, groups, budget, left) =
+            (port.clone(), groups.clone(), budget.clone(), left.clone());
         let spawned = std::thread::Builder::new()
             .name("serve-client".into())
             .spawn(move || {
@@ -118,9 +125,9 @@ pub fn run(args: &ServeArgs) -> Result<()> {
                     .peer_addr()
                     .map(|a| a.to_string())
                     .unwrap_or_else(|_| "?".into());
-                let done = serve_one(&port, stream, &clock, handshake, &groups, &budget);
-                // The slot is free once the connection is closed (serve_one
-                // dropped it), not once the log line below is written.
+                let done = serve_one(&port, stream, &clock, handshake, &groups, &budget, &left);
+                // The slot is free once the connection has ended (serve_one
+                // ended it), not once the log line below is written.
                 drop(slot);
                 match done {
                     Ok(()) => eprintln!("serve: {peer}: done"),
@@ -140,10 +147,14 @@ pub fn run(args: &ServeArgs) -> Result<()> {
 
 /// The --max-clients slots: one per live connection, each held with a
 /// duplicate of its socket so that a connection whose peer is gone can be
-/// seen (and its slot reused) without waiting for its thread to notice.
+/// seen (and its slot reused) without waiting for its thread to notice. The
+/// duplicates live in the accepting thread's descriptor table, which a
+/// client's thread may have left, so only the accepting thread closes them:
+/// a client's thread reports its slot ended.
 struct Slots {
     max: usize,
     held: Mutex<Vec<(u64, TcpStream)>>,
+    ended: Mutex<Vec<u64>>,
     next: AtomicU64,
 }
 
@@ -156,7 +167,8 @@ struct SlotGuard {
 
 impl Drop for SlotGuard {
     fn drop(&mut self) {
-        self.slots.lock().retain(|(id, _)| *id != self.id);
+        let mut ended = self.slots.ended.lock().unwrap_or_else(|p| p.into_inner());
+        ended.push(self.id);
     }
 }
 
@@ -165,12 +177,23 @@ impl Slots {
         Slots {
             max,
             held: Mutex::new(Vec::new()),
+            ended: Mutex::new(Vec::new()),
             next: AtomicU64::new(0),
         }
     }
 
+    /// The live slots, the duplicates of those whose threads have ended
+    /// closed first. Only the accepting thread calls this.
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, TcpStream)>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
+        let ended = std::mem::take(&mut *self.ended.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.retain(|(id, _)| !ended.contains(id));
+        held
+    }
+
+    /// Closes the duplicates of connections whose threads have ended.
+    fn reap(&self) {
+        drop(self.lock());
     }
 
     fn held(&self) -> usize {
@@ -222,6 +245,10 @@ fn memory_budget(given: Option<&str>) -> Result<MemoryBudget> {
     Ok(limit.map_or_else(MemoryBudget::unlimited, MemoryBudget::new))
 }
 
+/// One client's session, in the thread it was given. A session that needs
+/// no rdma_cm first moves the thread to a descriptor table of its own (see
+/// [`LeftBehind`]); the connection ends with the session, whatever
+/// duplicates of its socket the accepting thread still holds.
 pub(crate) fn serve_one(
     port: &Port,
     stream: TcpStream,
@@ -229,12 +256,65 @@ pub(crate) fn serve_one(
     handshake: Duration,
     groups: &Rendezvous,
     budget: &MemoryBudget,
+    left: &LeftBehind,
 ) -> Result<()> {
+    let socket = stream.as_raw_fd();
     // The client's host counts as gone after --timeout without an answer.
     let mut ctl = TcpChannel::new(stream, handshake)?;
-    let hello = ctl.recv(handshake)?;
-    serve_client_within(port, &mut ctl, clock, hello, groups, budget)
-        .inspect_err(|e| fail(&mut ctl, e))
+    let done = ctl.recv(handshake).and_then(|hello| {
+        if let Message::Hello { spec, .. } = &hello {
+            if spec.path().connection == Connection::Gid {
+                left.measure_apart(socket);
+            }
+        }
+        serve_client_within(port, &mut ctl, clock, hello, groups, budget)
+            .inspect_err(|e| fail(&mut ctl, e))
+    });
+    ctl.end();
+    done
+}
+
+/// Client threads that measure in descriptor tables of their own, and the
+/// copies of their sockets they left in the accepting thread's table.
+///
+/// In a table shared by several threads the kernel's `fdget` takes and drops
+/// a reference on the file (two atomic operations) in every system call, and
+/// soft-RoCE's doorbell is a `write(2)` per post, inside the timed span. A
+/// client's thread therefore unshares its table once the hello says the
+/// session needs no rdma_cm (librdmacm keeps process-wide state, the device
+/// contexts it opens on first use, that must stay in the one shared table),
+/// and closes its copies of other threads' sockets, which would hold their
+/// connections open. The accepting thread's copy of the client's socket is
+/// owned by no value there; it is left here for that thread to close.
+#[derive(Default)]
+pub(crate) struct LeftBehind(Mutex<Vec<RawFd>>);
+
+impl LeftBehind {
+    /// Moves the calling client thread, whose connection is `socket`, to a
+    /// table of its own; stays in the shared one where procfs cannot list
+    /// what to close.
+    fn measure_apart(&self, socket: RawFd) {
+        if !std::path::Path::new("/proc/thread-self/fd").is_dir() {
+            return;
+        }
+        if sys::own_descriptor_table().is_err() {
+            return;
+        }
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(socket);
+        if let Err(e) = sys::close_copied_sockets(socket) {
+            eprintln!("serve: warning: cannot close this client's copies of other sockets: {e}");
+        }
+    }
+
+    /// Closes the copies left behind. Only the accepting thread calls this:
+    /// they are numbers in its table.
+    pub(crate) fn close_all(&self) {
+        let left = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        left.into_iter().for_each(sys::close_left_copy);
+    }
 }
 
 /// Tells a client it is not served, and why (not worth a usage exit: it may

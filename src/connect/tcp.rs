@@ -50,6 +50,12 @@ impl TcpChannel {
         })
     }
 
+    /// Ends the connection both ways now, whatever duplicates of its
+    /// socket stay open elsewhere (the peer sees it end).
+    pub fn end(&self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+
     fn peer_err(&self, what: impl Into<String>) -> Error {
         Error::Peer {
             peer: self.peer.clone(),

@@ -307,6 +307,16 @@ pub enum TestSpec {
     Tput(TputSpec),
 }
 
+impl TestSpec {
+    /// How the test's QPs are addressed and connected.
+    pub fn path(&self) -> &PathSpec {
+        match self {
+            TestSpec::Latency(l) => &l.path,
+            TestSpec::Tput(t) => &t.path,
+        }
+    }
+}
+
 #[cfg(test)]
 mod range_tests {
     use super::check_range;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::bench::{DeviceChoice, MemoryBudget, Port, Rendezvous};
 use crate::cli::FabricArgs;
 use crate::clock::Clock;
+use crate::cmd::serve::LeftBehind;
 use crate::connect::TcpChannel;
 use crate::error::{Error, Result};
 
@@ -60,22 +61,31 @@ impl Serving {
                 let groups = Arc::new(Rendezvous::default());
                 let budget = Arc::new(MemoryBudget::unlimited());
                 let handshake = Duration::from_secs_f64(timeout);
+                let left = Arc::new(LeftBehind::default());
                 while !stop.load(Ordering::Relaxed) {
+                    left.close_all();
                     let Ok((stream, _)) = listener.accept() else {
                         std::thread::sleep(Duration::from_millis(20));
                         continue;
                     };
                     let _ = stream.set_nonblocking(false);
-                    let (port, clock, groups, budget) =
-                        (port.clone(), clock, groups.clone(), budget.clone());
+                    let (port, clock, groups, budget, left) = (
+                        port.clone(),
+                        clock,
+                        groups.clone(),
+                        budget.clone(),
+                        left.clone(),
+                    );
                     std::thread::spawn(move || {
                         if let Err(e) = crate::cmd::serve::serve_one(
-                            &port, stream, &clock, handshake, &groups, &budget,
+                            &port, stream, &clock, handshake, &groups, &budget, &left,
                         ) {
                             eprintln!("fabric: serve on {}: {e}", port.ctx.name());
                         }
                     });
                 }
+                // Sessions still running then leave their copies to the exit.
+                left.close_all();
             }));
         }
         Ok(Serving { stop, threads })
