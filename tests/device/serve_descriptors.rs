@@ -37,6 +37,14 @@ fn server_sockets(port: u16, state: &str) -> Vec<String> {
         .collect()
 }
 
+/// The inode of the one server-side socket on `PORT` in TCP state `state`,
+/// which must be the only one (`what` it is, for the failure).
+fn the_socket(state: &str, what: &str) -> String {
+    let found = server_sockets(PORT, state);
+    assert_eq!(found.len(), 1, "{what}: {found:?}");
+    found[0].clone()
+}
+
 /// Every thread of process `pid` with its name and the sockets its
 /// descriptor table holds (by inode); the main thread (the accepting one)
 /// named "main".
@@ -128,17 +136,13 @@ fn a_finished_client_leaves_no_copy_of_its_socket_while_another_is_connected() {
     wait_for("the listen probes' threads end", || {
         client_threads(pid) == 0 && server_sockets(PORT, "01").is_empty()
     });
-    let listening = server_sockets(PORT, "0A");
-    assert_eq!(listening.len(), 1, "one listener: {listening:?}");
-    let listening = &listening[0];
+    let listening = &the_socket("0A", "one listener");
     let mut first = client(&["outbound", "-D", "2"]);
     wait_for(
         "the first client's thread measures in a table of its own",
         || clients(pid, listening) == (0, true),
     );
-    let inode = server_sockets(PORT, "01");
-    assert_eq!(inode.len(), 1, "one client connected: {inode:?}");
-    let inode = &inode[0];
+    let inode = &the_socket("01", "one client connected");
     // A second connection, silent, whose thread starts while the first
     // client's slot is held: its table is the accepting thread's.
     let second = TcpStream::connect((ipv4().as_str(), PORT)).unwrap();
@@ -161,9 +165,7 @@ fn a_finished_client_leaves_no_copy_of_its_socket_while_another_is_connected() {
         (1, false),
         "the second connection's thread lives on, the first's are gone"
     );
-    let silent = server_sockets(PORT, "01");
-    assert_eq!(silent.len(), 1, "the second connection is up: {silent:?}");
-    let silent = &silent[0];
+    let silent = &the_socket("01", "the second connection is up");
     // A third client, running until it is killed, moves to a table of its
     // own while the silent connection is up: its copy of that socket must
     // go, or the silent connection could not end while the third runs.
