@@ -31,18 +31,26 @@ fn all() -> Vec<Peer> {
 }
 
 /// The short tests every run here uses; TCG is slow, so -n and -D are small.
-/// --tolerance 300: a pair is slow only at 4x the best quarter's figure.
-/// Three 1-vCPU guests share two cores here, and h1 also runs slurmctld
-/// and this test: without any fault one host's message rate was seen 2.5x
-/// below the best pairs', and latency p50s of one run 0.76 to 2.4 ms.
-/// The faults below cost 10x or more (100 ms of delay, 1 Mbit/s).
+/// --tolerance 900: a pair is slow only at 10x the best quarter's figure
+/// (`SLOW_AT`). Three 1-vCPU guests share two cores here, and h1 also runs
+/// slurmctld and this test, so a figure is mostly the host's scheduling:
+/// without any fault one run's latency p50s spanned 0.35 to 1.5 ms (4.3x
+/// the reference, the second best), others' 0.5 to 3.2 ms, and one host's
+/// message rate was seen 2.5x below the best pairs'. The faults below cost
+/// far more: 100 ms of delay adds 50 ms to a half round trip of a few ms at
+/// most (75x to 117x was measured), and at 1 Mbit/s, a hundredth of the
+/// 0.1 Gb/s measured here, the short window completed nothing.
 /// --bw-size 4096: 64 KiB WRITEs between TCG guests can complete none in a
 /// short window.
 #[rustfmt::skip]
 const SHORT: &[&str] = &[
     "-d", "rxe0", "-n", "50", "-D", "0.2", "--bw-size", "4096",
-    "--timeout", "10", "--tolerance", "300", "--quiet",
+    "--timeout", "10", "--tolerance", "900", "--quiet",
 ];
+
+/// How many times worse than the reference a figure is when it is slow,
+/// by SHORT's --tolerance.
+const SLOW_AT: f64 = 10.0;
 
 struct Ran {
     status: std::process::ExitStatus,
@@ -158,6 +166,28 @@ fn assert_every_pair_measured(what: &str, doc: &FabricDoc, metrics: &[&str], hos
     }
 }
 
+/// Each entry's figures (and each earlier attempt's latency), for the log.
+fn print_entries(what: &str, doc: &FabricDoc) {
+    let shown = |m: &BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(f64::NAN);
+    for e in &doc.entries {
+        let m = &e.metrics;
+        let earlier: Vec<String> = e
+            .earlier
+            .iter()
+            .map(|a| format!("{:.1}", shown(&a.metrics, "lat_p50_ns") / 1000.0))
+            .collect();
+        eprintln!(
+            "MEASURED: fabric {what} round {} {} -> {}: lat_p50 {:.1} us (earlier attempts {earlier:?}), gbps {:.3}, mops {:.4}",
+            e.round,
+            e.from.host,
+            e.to.host,
+            shown(m, "lat_p50_ns") / 1000.0,
+            shown(m, "gbps"),
+            shown(m, "mops")
+        );
+    }
+}
+
 fn sent_pkts(h: &Peer) -> u64 {
     h.counters()["sent_pkts"]
 }
@@ -198,16 +228,7 @@ fn fabric_no_fault_every_pair_both_ways_nothing_flagged_srun_then_mpirun() {
     for t in &doc.verdicts.transient {
         eprintln!("MEASURED: fabric srun: transient, not slow: {t:?}");
     }
-    for e in &doc.entries {
-        eprintln!(
-            "MEASURED: fabric srun {} -> {}: lat_p50 {:.1} us, gbps {:.3}, mops {:.4}",
-            e.from.host,
-            e.to.host,
-            e.metrics["lat_p50_ns"] / 1000.0,
-            e.metrics["gbps"],
-            e.metrics["mops"]
-        );
-    }
+    print_entries("srun", doc);
     // Again, under mpirun in a Slurm allocation: MPI says where rank 0 is.
     let mpi_bin = PathBuf::from(std::env::var("RDMA_BENCH_MPI_BIN").expect(
         "RDMA_BENCH_MPI_BIN names the rdma-bench built with --features mpi (scripts/test sets it)",
@@ -225,6 +246,7 @@ fn fabric_no_fault_every_pair_both_ways_nothing_flagged_srun_then_mpirun() {
         mpi.stderr
     );
     assert_eq!(mpi.doc.engine, "mpi");
+    print_entries("mpirun", &mpi.doc);
     assert_every_pair_measured("mpirun", &mpi.doc, &["lat_p50_ns"], &hs);
     assert!(mpi.doc.verdicts.slow.is_empty(), "{:#?}", mpi.doc.verdicts);
     eprintln!(
@@ -320,7 +342,7 @@ fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
     assert_eq!(culprits, [bad.name.as_str()], "{:#?}", doc.verdicts);
     for s in &doc.verdicts.slow {
         assert!(
-            s.ratio.is_some_and(|r| r > 4.0) && s.value > s.reference,
+            s.ratio.is_some_and(|r| r > SLOW_AT) && s.value > s.reference,
             "{s:?}"
         );
         assert!(s.rule.contains("reference"), "{s:?}");
@@ -348,7 +370,7 @@ fn fabric_delay_on_one_host_flags_exactly_its_pairs_and_names_it_sbatch() {
             .and_then(|r| r.reference)
             .expect("a lat_p50_ns reference");
         for p50 in [e.earlier[0].metrics["lat_p50_ns"], e.metrics["lat_p50_ns"]] {
-            assert!(p50 > 4.0 * reference, "both attempts slow: {e:?}");
+            assert!(p50 > SLOW_AT * reference, "both attempts slow: {e:?}");
         }
     }
     assert!(doc.verdicts.transient.is_empty(), "{:#?}", doc.verdicts);
