@@ -258,6 +258,9 @@ pub(crate) fn serve_one(
     budget: &MemoryBudget,
     left: &LeftBehind,
 ) -> Result<()> {
+    // This client's waits end when it goes (a watch aborts the session),
+    // the other clients' go on.
+    let _session = crate::abort::Session::begin();
     let socket = stream.as_raw_fd();
     // The client's host counts as gone after --timeout without an answer.
     let mut ctl = TcpChannel::new(stream, handshake)?;

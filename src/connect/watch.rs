@@ -2,10 +2,13 @@
 //! loops run. Those loops never read the control channel, and an unreliable
 //! transport (UC, UD) gets no error when the peer's host is gone: without
 //! the watch a client would go on posting into the void for the rest of its
-//! window. The thread sleeps in `poll(2)` for the connection's end only
-//! (the peer's FIN, a reset, or the kernel giving up on a host that stopped
-//! answering, see `TcpChannel::new`), and in a descriptor table of its own,
-//! so it costs the loops nothing.
+//! window; a server's issuers (outbound, bidirectional) would post into it
+//! to their window's end and wait out --timeout for the last completions.
+//! The thread sleeps in `poll(2)` for the connection's end only (the peer's
+//! FIN, a reset, or the kernel giving up on a host that stopped answering,
+//! see `TcpChannel::new`), and in a descriptor table of its own, so it costs
+//! the loops nothing. It ends the waits of its [`Session`] only: in `serve`
+//! the other clients' points go on.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,9 +16,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::Control;
-use crate::abort::abort_all;
+use crate::abort::Session;
 use crate::error::{Error, Result};
-use crate::sys::{own_descriptor_table, wait_hangup, Hangup};
+use crate::sys::{close_copied_sockets, own_descriptor_table, wait_hangup, Hangup};
 
 /// How often the watching thread looks at its stop flag.
 const SLICE: Duration = Duration::from_millis(200);
@@ -29,15 +32,17 @@ pub struct PeerWatch {
 
 impl PeerWatch {
     /// Starts watching `ctl`'s connection, if it has one. When it ends,
-    /// every wait in this process is asked to give up ([`abort_all`]); the
-    /// caller turns the interruption that follows into the peer's error
-    /// with [`PeerWatch::explain`].
+    /// every wait of the calling thread's session (the whole process's when
+    /// it is none) is asked to give up ([`Session::abort`]); the caller
+    /// turns the interruption that follows into the peer's error with
+    /// [`PeerWatch::explain`].
     pub fn start(ctl: &dyn Control) -> PeerWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(Mutex::new(None));
         // A thread that cannot be had (memory limits) leaves the point
         // unwatched rather than panicking: its own bounded waits and the
         // connection's --timeout still end it if the peer goes.
+        let session = Session::current();
         let thread = ctl.hangup_fd().and_then(|fd| {
             let (stop, ended) = (stop.clone(), ended.clone());
             std::thread::Builder::new()
@@ -45,13 +50,17 @@ impl PeerWatch {
                 .spawn(move || {
                     // Out of the measuring thread's descriptor table, so its
                     // doorbell writes find the table unshared (see
-                    // `own_descriptor_table`); the copy keeps `fd` open. If
-                    // the kernel refuses, the watch still works.
-                    let _ = own_descriptor_table();
+                    // `own_descriptor_table`); the copy keeps `fd` open. Its
+                    // copies of other sockets (serve's other clients) are
+                    // closed, lest they hold those connections open. If the
+                    // kernel refuses, the watch still works.
+                    if own_descriptor_table().is_ok() {
+                        let _ = close_copied_sockets(fd);
+                    }
                     while !stop.load(Ordering::Relaxed) {
                         if let Some(h) = wait_hangup(fd, SLICE) {
                             *ended.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
-                            abort_all();
+                            session.abort();
                             return;
                         }
                     }

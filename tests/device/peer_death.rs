@@ -209,3 +209,134 @@ fn a_long_run_stays_under_64_mib() {
     );
     assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
 }
+
+/// `serve` with its log read line by line; killed when dropped.
+struct LoggedServer {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl LoggedServer {
+    fn start(port: u16) -> LoggedServer {
+        use std::io::BufRead;
+        let mut child = Command::new(bin())
+            .args(["serve", "-d", &device(), "--bind", &ipv4()])
+            .args(["--port", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("serve starts");
+        let err = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("serve| {l}");
+                let _ = tx.send(l);
+            }
+        });
+        common::await_tcp_listener(port, 60);
+        LoggedServer { child, lines }
+    }
+
+    /// The first line of its log with `needle`, if one comes within `wait`.
+    fn line_within(&self, needle: &str, wait: Duration) -> Option<String> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return Some(l),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for LoggedServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The victim's window: the server must notice its death long before it.
+const VICTIM_WINDOW_S: u64 = 300;
+
+/// A client killed while the server's issuers write to it (outbound, and
+/// both ways): its session ends as soon as its connection does, not at its
+/// window's end plus --timeout for completions that never come, and the
+/// client measuring alongside it through the same server goes on. The
+/// witnesses: the device's packet counter (the server is issuing), the
+/// server's log, and the other client's own intervals and exit status.
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn a_killed_client_of_issuing_server_threads_ends_its_session_alone() {
+    let server = LoggedServer::start(18608);
+    let target = format!("{}:18608", ipv4());
+    let dev = device();
+    let window = VICTIM_WINDOW_S.to_string();
+    for (what, mode) in [
+        ("outbound", &["--tput", "outbound"][..]),
+        ("bidirectional", &["--tput", "outbound", "-b"][..]),
+    ] {
+        let before = bidir_srq::port_counter("sent_pkts");
+        let mut args = vec!["write", "-D", &window, "--connect", &target, "-d", &dev];
+        args.extend_from_slice(mode);
+        let victim = common::Live::start(&format!("victim-{what}"), &args);
+        // The server's issuers run once packets flow (setup sends none).
+        let issuing = Instant::now();
+        while bidir_srq::port_counter("sent_pkts") < before + 2000 {
+            assert!(
+                issuing.elapsed() < Duration::from_secs(120),
+                "{what}: no packets flowed"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let bystander = common::Live::start(
+            &format!("bystander-{what}"),
+            &[
+                "write",
+                "-s",
+                "64",
+                "--forever",
+                "--interval",
+                "0.2",
+                "--connect",
+                &target,
+                "-d",
+                &dev,
+            ],
+        );
+        bystander.await_line("# interval", 120);
+        kill_pid(victim.id(), "-KILL");
+        let killed = Instant::now();
+        let _ = victim.end(60);
+        // Before the fix the drop came after the window and 30 s more.
+        let left = Duration::from_secs(VICTIM_WINDOW_S).saturating_sub(issuing.elapsed());
+        let dropped = server
+            .line_within("dropped", left)
+            .unwrap_or_else(|| panic!("{what}: the server still serves the killed client"));
+        eprintln!(
+            "MEASURED: {what}: the server dropped the killed client {:.2} s after the kill: {dropped}",
+            killed.elapsed().as_secs_f64()
+        );
+        assert!(
+            dropped.contains("closed the connection"),
+            "{what}: {dropped}"
+        );
+        // The other session measures on, then ends as it was asked to.
+        bystander.await_line("# interval", 60);
+        kill_pid(bystander.id(), "-INT");
+        let (status, stderr, _) = bystander.end(60);
+        assert!(
+            status.success(),
+            "{what}: the bystander: {status:?} {stderr}"
+        );
+        assert!(
+            server
+                .line_within("done", Duration::from_secs(60))
+                .is_some(),
+            "{what}: the bystander's session ended normally"
+        );
+    }
+}

@@ -5,7 +5,7 @@
 //! then tells the other what it issued (`Stop`) and what it received
 //! (`Stopped`).
 
-use crate::abort::aborted;
+use crate::abort::{aborted, Session};
 use crate::affinity;
 use crate::connect::{expect, Control, Deadlines, Message};
 use crate::error::{Error, Result};
@@ -53,10 +53,12 @@ pub fn run_bidir(
     // The serving thread keeps its own CPU, after the issuer threads'.
     affinity::pin(ctx.side, ctx.point.threads as usize);
     let mut received = vec![0u64; target.set.qps.len()];
+    let session = Session::current();
     let result = std::thread::scope(|scope| -> Result<(DriverReport, DriverReport)> {
         let mut issuing = Some(
             std::thread::Builder::new()
                 .spawn_scoped(scope, || {
+                    let _session = session.clone().enter();
                     drive(ctx.intervals, on_interval, || run_issuer(issuers, ctx))
                 })
                 .map_err(|e| Error::io("starting the bidirectional issuing thread", e))?,

@@ -502,8 +502,12 @@ pub fn serve_tput(
             PointSide::Both { issuers, target } => {
                 // The client posts its receives, then says go; both issue at once.
                 expect_go(ctl, index, &d)?;
-                // Its intervals travel in its Stop report.
-                run_bidir(issuers, target, &ctx, index, ctl, &d, &|_| {})?;
+                // Its intervals travel in its Stop report. The issuers do
+                // not read the control connection: the watch ends them if
+                // the client goes.
+                let watch = PeerWatch::start(ctl);
+                let done = run_bidir(issuers, target, &ctx, index, ctl, &d, &|_| {});
+                watch.explain(ctl, done)?;
                 continue;
             }
             PointSide::Target(set) => {
@@ -519,7 +523,11 @@ pub fn serve_tput(
                 // Outbound: the client's target posts its receives, then says go.
                 expect_go(ctl, index, &d)?;
                 // Intervals travel in the report (no live lines over the wire).
-                let report = drive(board.as_ref(), &|_| {}, || run_issuer(sets, &ctx))?;
+                // The issuers do not read the control connection: the watch
+                // ends them if the client goes.
+                let watch = PeerWatch::start(ctl);
+                let report = drive(board.as_ref(), &|_| {}, || run_issuer(sets, &ctx));
+                let report = watch.explain(ctl, report)?;
                 ctl.send(&Message::Stop { index, report })?;
                 expect(ctl, "stopped", wait, |m| match m {
                     Message::Stopped { index: r, .. } if *r == index => Some(()),

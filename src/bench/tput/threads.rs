@@ -3,6 +3,7 @@
 
 use std::sync::Barrier;
 
+use crate::abort::Session;
 use crate::affinity::{self, Side};
 use crate::cpu_use::CpuUse;
 use crate::error::{Error, Result};
@@ -112,13 +113,16 @@ pub fn run_threads<S: Send>(
     work: impl Fn(u32, &mut S, &Barrier) -> Result<ThreadResult> + Sync,
 ) -> Result<DriverReport> {
     let barrier = Barrier::new(sets.len());
+    // The threads work for this thread's session (a serve client's).
+    let session = Session::current();
     let results: Vec<Result<ThreadResult>> = std::thread::scope(|scope| {
         let handles: Vec<_> = sets
             .iter_mut()
             .enumerate()
             .map(|(t, set)| {
-                let (barrier, work) = (&barrier, &work);
+                let (barrier, work, session) = (&barrier, &work, session.clone());
                 scope.spawn(move || {
+                    let _session = session.enter();
                     affinity::pin(side, t);
                     work(t as u32, set, barrier)
                 })
