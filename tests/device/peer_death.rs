@@ -311,7 +311,8 @@ fn a_killed_client_of_issuing_server_threads_ends_its_session_alone() {
         kill_pid(victim.id(), "-KILL");
         let killed = Instant::now();
         let _ = victim.end(60);
-        // Before the fix the drop came after the window and 30 s more.
+        // Unwatched, the issuers would go on to the window's end (UC) or
+        // stall for --timeout (RC): the drop must come before the window's end.
         let left = Duration::from_secs(VICTIM_WINDOW_S).saturating_sub(issuing.elapsed());
         let dropped = server
             .line_within("dropped", left)
