@@ -185,21 +185,21 @@ fn start_server(port: u16) -> Server {
     start_server_with(port, &[])
 }
 
+/// `serve` on the device's address and `port`, with `extra` options; its
+/// standard output discarded.
+fn serve_command(port: u16, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(["serve", "-d", &device(), "--bind", &ipv4()])
+        .args(["--port", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::null());
+    cmd
+}
+
 /// `serve` on the device's address and `port`, with `extra` options (such as
 /// `--cm-port`), once it listens; killed when the guard drops.
 fn start_server_with(port: u16, extra: &[&str]) -> Server {
-    let child = Command::new(bin())
-        .args([
-            "serve",
-            "-d",
-            &device(),
-            "--bind",
-            &ipv4(),
-            "--port",
-            &port.to_string(),
-        ])
-        .args(extra)
-        .stdout(Stdio::null())
+    let child = serve_command(port, extra)
         .stderr(Stdio::inherit())
         .spawn()
         .expect("serve starts");

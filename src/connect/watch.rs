@@ -31,12 +31,24 @@ pub struct PeerWatch {
 }
 
 impl PeerWatch {
+    /// Runs `work` (which may use the control channel too) with `ctl`'s
+    /// connection watched: its result, with an interruption the watch caused
+    /// replaced by why the peer went ([`PeerWatch::explain`]).
+    pub fn during<T>(
+        ctl: &mut dyn Control,
+        work: impl FnOnce(&mut dyn Control) -> Result<T>,
+    ) -> Result<T> {
+        let watch = PeerWatch::start(ctl);
+        let result = work(ctl);
+        watch.explain(ctl, result)
+    }
+
     /// Starts watching `ctl`'s connection, if it has one. When it ends,
     /// every wait of the calling thread's session (the whole process's when
     /// it is none) is asked to give up ([`Session::abort`]); the caller
     /// turns the interruption that follows into the peer's error with
     /// [`PeerWatch::explain`].
-    pub fn start(ctl: &dyn Control) -> PeerWatch {
+    fn start(ctl: &dyn Control) -> PeerWatch {
         let stop = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(Mutex::new(None));
         // A thread that cannot be had (memory limits) leaves the point
@@ -78,7 +90,7 @@ impl PeerWatch {
     /// replaced by why: the peer's own last word if it sent one (a
     /// `Failed` or `Refuse` still in the socket), else how the connection
     /// ended.
-    pub fn explain<T>(self, ctl: &mut dyn Control, result: Result<T>) -> Result<T> {
+    fn explain<T>(self, ctl: &mut dyn Control, result: Result<T>) -> Result<T> {
         let ended = self.finish();
         match (result, ended) {
             (Err(Error::Interrupted), Some(how)) => Err(last_word(ctl).unwrap_or_else(|| {

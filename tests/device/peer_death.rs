@@ -219,10 +219,7 @@ struct LoggedServer {
 impl LoggedServer {
     fn start(port: u16) -> LoggedServer {
         use std::io::BufRead;
-        let mut child = Command::new(bin())
-            .args(["serve", "-d", &device(), "--bind", &ipv4()])
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
+        let mut child = serve_command(port, &[])
             .stderr(Stdio::piped())
             .spawn()
             .expect("serve starts");

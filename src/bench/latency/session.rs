@@ -160,19 +160,20 @@ fn client_session(
         let shown = |f: &IntervalFigure| on_interval(index, f);
         // The peer's host or the wire to it may go mid-point: the watch
         // ends the loop then and says why.
-        let peer_watch = PeerWatch::start(ctl);
-        let (client, intervals) = watch(board.as_ref(), &shown, || {
-            client_point(
-                &mut side,
-                spec,
-                size,
-                clock,
-                &mut rec,
-                &port.counters,
-                board.as_ref(),
-            )
-        });
-        let (client, mut validation) = peer_watch.explain(ctl, client)?;
+        let ((client, mut validation), intervals) = PeerWatch::during(ctl, |_| {
+            let (client, intervals) = watch(board.as_ref(), &shown, || {
+                client_point(
+                    &mut side,
+                    spec,
+                    size,
+                    clock,
+                    &mut rec,
+                    &port.counters,
+                    board.as_ref(),
+                )
+            });
+            client.map(|c| (c, intervals))
+        })?;
         // Every WR the loop posted, warm-up and the --forever tail included.
         let sent = client.to_stop.map_or(client.measured, |t| t.ops) + client.warmup;
         ctl.send(&Message::Finish { index, sent })?;

@@ -278,9 +278,9 @@ fn tput_client_session(
         let setup_s = setup_began.elapsed().as_secs_f64();
         // The peer's host or the wire to it may go while the loops run;
         // the watch ends them then, and says why.
-        let watch = PeerWatch::start(ctl);
-        let measured = measure_client_point(&mut side, spec, &ctx, &board, index, ctl, &d, &shown);
-        let (report, counted, reverse, checked) = watch.explain(ctl, measured)?;
+        let (report, counted, reverse, checked) = PeerWatch::during(ctl, |ctl| {
+            measure_client_point(&mut side, spec, &ctx, &board, index, ctl, &d, &shown)
+        })?;
         // The driver's CPU came in its report, the other side's with its counts.
         let (cpu_local, cpu_peer) = match &side {
             PointSide::Target(_) => (counted.cpu, report.cpu),
@@ -505,9 +505,9 @@ pub fn serve_tput(
                 // Its intervals travel in its Stop report. The issuers do
                 // not read the control connection: the watch ends them if
                 // the client goes.
-                let watch = PeerWatch::start(ctl);
-                let done = run_bidir(issuers, target, &ctx, index, ctl, &d, &|_| {});
-                watch.explain(ctl, done)?;
+                PeerWatch::during(ctl, |ctl| {
+                    run_bidir(issuers, target, &ctx, index, ctl, &d, &|_| {})
+                })?;
                 continue;
             }
             PointSide::Target(set) => {
@@ -525,9 +525,9 @@ pub fn serve_tput(
                 // Intervals travel in the report (no live lines over the wire).
                 // The issuers do not read the control connection: the watch
                 // ends them if the client goes.
-                let watch = PeerWatch::start(ctl);
-                let report = drive(board.as_ref(), &|_| {}, || run_issuer(sets, &ctx));
-                let report = watch.explain(ctl, report)?;
+                let report = PeerWatch::during(ctl, |_| {
+                    drive(board.as_ref(), &|_| {}, || run_issuer(sets, &ctx))
+                })?;
                 ctl.send(&Message::Stop { index, report })?;
                 expect(ctl, "stopped", wait, |m| match m {
                     Message::Stopped { index: r, .. } if *r == index => Some(()),
