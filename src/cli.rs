@@ -253,7 +253,9 @@ pub struct ServeArgs {
     pub max_memory: Option<String>,
     /// Port of the rdma_cm listener a `--cm` client's session opens.
     ///
-    /// Default: an ephemeral port, announced over the control channel.
+    /// Default: an ephemeral port, announced over the control channel. The
+    /// listener is bound to the address the client reached `serve` at when
+    /// that is an address of the device, else to every IPv4 address.
     #[arg(long, value_name = "PORT", allow_negative_numbers = true,
           value_parser = clap::value_parser!(u16).range(1..), help_heading = "Listening")]
     pub cm_port: Option<u16>,

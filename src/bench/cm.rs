@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use crate::abort::aborted;
 use crate::error::{Error, Result};
-use crate::verbs::{cm_event, CmEvent, CmId, EventChannel, PortConfig, QueuePair, Verb};
+use crate::verbs::{cm_event, CmEvent, CmId, EventChannel, Gid, PortConfig, QueuePair, Verb};
+
+use super::Port;
 
 /// Marks rdma-bench's connect requests ("RBCM").
 const MAGIC: u32 = 0x5242_434d;
@@ -37,11 +39,12 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Listens on every IPv4 address at `port` (0: an ephemeral port).
-    pub fn open(port: u16) -> Result<Listener> {
+    /// Listens at `port` (0: an ephemeral port) on `ip`, what
+    /// [`listen_ip`] gave, or on every IPv4 address.
+    pub fn open(ip: Option<IpAddr>, port: u16) -> Result<Listener> {
         let channel = EventChannel::new()?;
         let id = CmId::new(&channel)?;
-        let at = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port);
+        let at = SocketAddr::new(ip.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)), port);
         id.listen(at, 1024).map_err(|e| {
             if port != 0 {
                 Error::usage(format!(
@@ -58,6 +61,36 @@ impl Listener {
             port,
         })
     }
+}
+
+/// Where a session's listener binds: the address the client reached the
+/// server at (the control connection's `local` end, which a `--cm` client
+/// dials), when it is an address of the server's own device and port. Bound
+/// there, every request it takes is on that device, whose context librdmacm
+/// has open; `None` (every address) otherwise.
+pub fn listen_ip(port: &Port, local: Option<IpAddr>) -> Option<IpAddr> {
+    let ip = local?.to_canonical();
+    let table = port.ctx.gid_table(port.config.port).ok()?;
+    table.iter().any(|e| gid_is(&e.gid, ip)).then_some(ip)
+}
+
+/// Whether `gid` is RoCE's GID of address `ip` (IPv4-mapped for IPv4).
+fn gid_is(gid: &Gid, ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => gid.ipv4() == Some(v4),
+        IpAddr::V6(v6) => gid.0 == v6.octets(),
+    }
+}
+
+/// Readies a `--cm` session of `serve` to measure in a descriptor table of
+/// its own, from the shared table it still runs in: true once every device
+/// context librdmacm reaches by descriptor number is open here (so the
+/// table the session copies holds them), and the session's listener will be
+/// bound to this device (so no request makes librdmacm open another
+/// device's context in the session's table alone). False where either
+/// fails: the session then stays in the shared table.
+pub fn ready_for_own_table(port: &Port, local: Option<IpAddr>) -> bool {
+    listen_ip(port, local).is_some() && crate::verbs::open_cm_device_contexts().is_ok()
 }
 
 /// What a request's private data says: which server QP, for which point.
@@ -314,5 +347,21 @@ mod tests {
         assert_eq!(parse_private(&padded), Some((0x1234, 7)));
         assert_eq!(parse_private(&[0; 12]), None);
         assert_eq!(parse_private(&b[..8]), None);
+    }
+
+    #[test]
+    fn a_gid_is_its_own_address_only() {
+        let v4: std::net::Ipv4Addr = "10.99.0.1".parse().unwrap();
+        let mapped = Gid(v4.to_ipv6_mapped().octets());
+        assert!(gid_is(&mapped, IpAddr::V4(v4)));
+        assert!(!gid_is(&mapped, "10.99.0.2".parse().unwrap()));
+        let v6: std::net::Ipv6Addr = "fe80::5054:ff:fe12:3456".parse().unwrap();
+        let link_local = Gid(v6.octets());
+        assert!(gid_is(&link_local, IpAddr::V6(v6)));
+        assert!(!gid_is(&link_local, IpAddr::V4(v4)));
+        // An IPv4-mapped address the socket layer gives (a server bound to
+        // `::`) is canonicalised before it is compared.
+        let seen: IpAddr = "::ffff:10.99.0.1".parse().unwrap();
+        assert!(gid_is(&mapped, seen.to_canonical()));
     }
 }

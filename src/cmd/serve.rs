@@ -1,8 +1,8 @@
 //! `rdma-bench serve`: the passive side of two-host runs. Each client gets its
 //! own thread, QP and freshly registered buffer (so no client can reach
 //! another's memory); a failing client costs one log line, never the server.
-//! A session that needs no rdma_cm measures in a descriptor table of its own
-//! ([`LeftBehind`]).
+//! Each session measures in a descriptor table of its own ([`LeftBehind`]),
+//! a `--cm` one once librdmacm's state allows it.
 
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::abort::aborted;
 use crate::bench::footprint::{self, MemoryBudget};
-use crate::bench::{serve_client_within, DeviceChoice, Port, Rendezvous};
+use crate::bench::{cm, serve_client_within, DeviceChoice, Port, Rendezvous};
 use crate::cli::ServeArgs;
 use crate::clock::Clock;
 use crate::connect::{fail, Control, Message, TcpChannel};
@@ -245,10 +245,12 @@ fn memory_budget(given: Option<&str>) -> Result<MemoryBudget> {
     Ok(limit.map_or_else(MemoryBudget::unlimited, MemoryBudget::new))
 }
 
-/// One client's session, in the thread it was given. A session that needs
-/// no rdma_cm first moves the thread to a descriptor table of its own (see
-/// [`LeftBehind`]); the connection ends with the session, whatever
-/// duplicates of its socket the accepting thread still holds.
+/// One client's session, in the thread it was given. Once the hello says
+/// what the session needs, the thread moves to a descriptor table of its own
+/// (see [`LeftBehind`]; a `--cm` session only where
+/// [`cm::ready_for_own_table`] says librdmacm allows it); the connection
+/// ends with the session, whatever duplicates of its socket the accepting
+/// thread still holds.
 pub(crate) fn serve_one(
     port: &Port,
     stream: TcpStream,
@@ -266,7 +268,11 @@ pub(crate) fn serve_one(
     let mut ctl = TcpChannel::new(stream, handshake)?;
     let done = ctl.recv(handshake).and_then(|hello| {
         if let Message::Hello { spec, .. } = &hello {
-            if spec.path().connection == Connection::Gid {
+            let apart = match spec.path().connection {
+                Connection::Gid => true,
+                Connection::Cm => cm::ready_for_own_table(port, ctl.local_ip()),
+            };
+            if apart {
                 left.measure_apart(socket);
             }
         }
@@ -283,10 +289,10 @@ pub(crate) fn serve_one(
 /// In a table shared by several threads the kernel's `fdget` takes and drops
 /// a reference on the file (two atomic operations) in every system call, and
 /// soft-RoCE's doorbell is a `write(2)` per post, inside the timed span. A
-/// client's thread therefore unshares its table once the hello says the
-/// session needs no rdma_cm (librdmacm keeps process-wide state, the device
-/// contexts it opens on first use, that must stay in the one shared table),
-/// and closes its copies of other threads' sockets, which would hold their
+/// client's thread therefore unshares its table once the hello has come
+/// (for `--cm`, after librdmacm has opened its device contexts in the shared
+/// table: it reaches them by descriptor number from every thread), and
+/// closes its copies of other threads' sockets, which would hold their
 /// connections open. The accepting thread's copy of the client's socket is
 /// owned by no value there; it is left here for that thread to close.
 #[derive(Default)]

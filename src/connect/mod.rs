@@ -178,6 +178,11 @@ pub trait Control {
     fn peer_ip(&self) -> Option<std::net::IpAddr> {
         None
     }
+    /// This side's IP address of the channel (where the peer reached it);
+    /// `None` in loopback.
+    fn local_ip(&self) -> Option<std::net::IpAddr> {
+        None
+    }
     /// Adds the peer's host name, once its handshake said it, to the name
     /// errors give it.
     fn name_peer(&mut self, _host: &str) {}

@@ -128,6 +128,10 @@ impl Control for TcpChannel {
         self.stream.peer_addr().ok().map(|a| a.ip())
     }
 
+    fn local_ip(&self) -> Option<std::net::IpAddr> {
+        self.stream.local_addr().ok().map(|a| a.ip())
+    }
+
     fn name_peer(&mut self, host: &str) {
         if !host.is_empty() && !self.peer.starts_with(host) {
             let host = crate::escape::printable(host);

@@ -32,6 +32,28 @@ use super::error::{Result, Verb, VerbsError};
 const RDMA_OPTION_ID: i32 = 0;
 const RDMA_OPTION_ID_TOS: i32 = 0;
 
+/// Has librdmacm open its own context of every RDMA device now, in the
+/// calling thread's descriptor table, instead of on first use by an id.
+///
+/// librdmacm keeps those contexts process-wide and reaches them by
+/// descriptor number. A thread that moves to a table of its own (`serve`'s
+/// sessions) takes copies of the descriptors open at that moment, so a
+/// context opened afterwards in one table is a dangling number in every
+/// other. Opening them all before the move keeps them valid in each copy.
+/// The contexts stay open after this returns (librdmacm closes a device's
+/// only when it is unplugged); only the list is freed.
+pub fn open_device_contexts() -> Result<usize> {
+    let mut n = 0;
+    // SAFETY: `n` is a live c_int for the call; a null return is handled.
+    let list = unsafe { ffi::rdma_get_devices(&mut n) };
+    if list.is_null() {
+        return Err(VerbsError::last_os(Verb::CmGetDevices, "this process"));
+    }
+    // SAFETY: `list` came from rdma_get_devices and is freed once.
+    unsafe { ffi::rdma_free_devices(list) };
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// An rdma_cm event channel: where every id made on it reports its events.
 pub struct EventChannel {
     raw: *mut ffi::rdma_event_channel,

@@ -21,7 +21,10 @@ mod wr;
 pub use addr::{Endpoint, PortConfig};
 pub use ah::AddressHandle;
 pub use channel::{CompletionChannel, CqEvent};
-pub use cm::{event as cm_event, event_name as cm_event_name, CmEvent, CmId, EventChannel};
+pub use cm::{
+    event as cm_event, event_name as cm_event_name,
+    open_device_contexts as open_cm_device_contexts, CmEvent, CmId, EventChannel,
+};
 pub use cq::{CompletionQueue, WorkCompletion};
 pub use device::{
     default_gid_index, device_names, AtomicCap, Context, DeviceAttr, Gid, GidEntry, GidKind,

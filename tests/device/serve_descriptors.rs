@@ -1,6 +1,6 @@
-//! `serve` measures each client that needs no rdma_cm in a thread with a
-//! descriptor table of its own (so the kernel need not count references on
-//! every doorbell write). Copies of descriptors are then easy to leak: the
+//! `serve` measures each client in a thread with a descriptor table of its
+//! own, a `--cm` one once librdmacm's device contexts are open (so the
+//! kernel need not count references on every doorbell write). Copies of descriptors are then easy to leak: the
 //! accepting thread's copy of a client's socket, or a client's thread's copy
 //! of another connection's socket. Any such copy keeps a finished
 //! connection open. The kernel's procfs, one listing per thread, is the
@@ -10,7 +10,9 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{bin, device, ipv4, start_server_with};
+use rdma_bench::results::ResultsDoc;
+
+use super::{bin, common, device, ipv4, kill, kill_pid, latency, read_json, start_server_with};
 
 const PORT: u16 = 18647;
 
@@ -195,6 +197,85 @@ fn a_finished_client_leaves_no_copy_of_its_socket_while_another_is_connected() {
     wait_for("the third client's threads end", || {
         client_threads(pid) == 0
     });
+}
+
+/// librdmacm reaches the device contexts it opens by descriptor number from
+/// every thread, so a `--cm` session may leave the shared table only once
+/// they are open there: opened in one session's own table instead, they
+/// would be gone with it, and the next `--cm` client refused.
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn cm_clients_measure_in_tables_of_their_own_side_by_side_and_after_each_other() {
+    let server = start_server_with(PORT, &["--timeout", "120"]);
+    let pid = server.0.id();
+    wait_for("the listen probes' threads end", || {
+        client_threads(pid) == 0 && server_sockets(PORT, "01").is_empty()
+    });
+    let listening = &the_socket("0A", "one listener");
+    let mut first = client(&["inbound", "--cm", "-D", "600"]);
+    wait_for(
+        "the first --cm client's thread measures in a table of its own",
+        || clients(pid, listening) == (0, true),
+    );
+    let target = format!("{}:{PORT}", ipv4());
+    let second = common::Live::start(
+        "cm-second",
+        &[
+            "send",
+            "--cm",
+            "-s",
+            "64",
+            "--forever",
+            "--interval",
+            "0.2",
+            "--connect",
+            &target,
+            "-d",
+            &device(),
+        ],
+    );
+    second.await_line("# interval", 120);
+    let serving = client_threads(pid);
+    assert_eq!(
+        clients(pid, listening),
+        (0, true),
+        "both --cm sessions ({serving} threads) measure in tables of their own"
+    );
+    assert!(serving >= 2, "two sessions are served: {serving} threads");
+    kill(&first, "-KILL");
+    first.wait().unwrap();
+    // The second session measures on after the first's table is gone.
+    second.await_line("# interval", 60);
+    kill_pid(second.id(), "-INT");
+    let json = second.json.clone();
+    let (status, stderr, _) = second.end(60);
+    assert!(
+        status.success(),
+        "the second --cm client: {status:?} {stderr}"
+    );
+    let doc: ResultsDoc = serde_json::from_value(read_json(&json)).expect("results");
+    let r = doc.latency().next().expect("a latency record");
+    assert_eq!(r.connection, "cm", "{r:?}");
+    assert!(r.iters > 0, "{r:?}");
+    // The server's receive count is the witness of what the client sent.
+    assert_eq!(r.server_received, Some(r.sent), "{r:?}");
+    wait_for("both sessions' threads end", || client_threads(pid) == 0);
+    // A third, after both tables are gone, on contexts opened before them.
+    let (doc, _) = latency(
+        "cm-third",
+        &[
+            "write",
+            "--cm",
+            "-s",
+            "64",
+            "-n",
+            "500",
+            "--connect",
+            &target,
+        ],
+    );
+    let r = doc.latency().next().expect("a latency record");
+    assert_eq!((r.connection.as_str(), r.iters), ("cm", 500), "{r:?}");
 }
 
 /// A write --tput client of the server on `PORT`, run with `extra` (the

@@ -241,7 +241,10 @@ pub fn serve_latency(
     let _held = budget.admit(ctl, &need)?;
     affinity::pin(Side::Server, 0);
     let listener = match spec.path.connection {
-        Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
+        Connection::Cm => Some(
+            Listener::open(cm::listen_ip(port, ctl.local_ip()), port.cm_port)
+                .map_err(|e| refuse(ctl, e))?,
+        ),
         Connection::Gid => None,
     };
     let unconnected = UnconnectedSide::new(port, &spec, Role::Server, room)?;

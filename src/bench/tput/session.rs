@@ -440,7 +440,10 @@ pub fn serve_tput(
     // Held until this function returns, after every point's sets are gone.
     let _held = budget.admit(ctl, &need)?;
     let listener = match spec.path.connection {
-        Connection::Cm => Some(Listener::open(port.cm_port).map_err(|e| refuse(ctl, e))?),
+        Connection::Cm => Some(
+            Listener::open(cm::listen_ip(port, ctl.local_ip()), port.cm_port)
+                .map_err(|e| refuse(ctl, e))?,
+        ),
         Connection::Gid => None,
     };
     accept(ctl, None, &me, listener.as_ref().map(|l| l.port))?;
