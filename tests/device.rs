@@ -271,6 +271,17 @@ fn tput(name: &str, args: &[&str]) -> ResultsDoc {
 // Hardening: dying peers, garbage, interrupted sweeps
 // ---------------------------------------------------------------------------
 
+/// A 64 B latency client of the server at `target` (`verb`: the verb and
+/// its options), measuring until a signal stops it, with an interval line
+/// every 0.2 s to wait for; its results go to the scratch file `name`.
+fn measuring_until_stopped(name: &str, verb: &[&str], target: &str) -> common::Live {
+    let dev = device();
+    let mut args = verb.to_vec();
+    args.extend_from_slice(&["-s", "64", "--forever", "--interval", "0.2"]);
+    args.extend_from_slice(&["--connect", target, "-d", &dev]);
+    common::Live::start(name, &args)
+}
+
 fn kill(child: &Child, signal: &str) {
     kill_pid(child.id(), signal);
 }

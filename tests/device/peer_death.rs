@@ -289,21 +289,8 @@ fn a_killed_client_of_issuing_server_threads_ends_its_session_alone() {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        let bystander = common::Live::start(
-            &format!("bystander-{what}"),
-            &[
-                "write",
-                "-s",
-                "64",
-                "--forever",
-                "--interval",
-                "0.2",
-                "--connect",
-                &target,
-                "-d",
-                &dev,
-            ],
-        );
+        let bystander =
+            super::measuring_until_stopped(&format!("bystander-{what}"), &["write"], &target);
         bystander.await_line("# interval", 120);
         kill_pid(victim.id(), "-KILL");
         let killed = Instant::now();

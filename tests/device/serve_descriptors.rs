@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use rdma_bench::results::ResultsDoc;
 
-use super::{bin, common, device, ipv4, kill, kill_pid, latency, read_json, start_server_with};
+use super::{
+    bin, device, ipv4, kill, kill_pid, latency, measuring_until_stopped, read_json,
+    start_server_with,
+};
 
 const PORT: u16 = 18647;
 
@@ -129,16 +132,23 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
-fn a_finished_client_leaves_no_copy_of_its_socket_while_another_is_connected() {
+/// `serve` on `PORT` once the probes `start_server_with` made to see it
+/// listen are gone: its guard, its pid and its listener's inode.
+fn settled_server() -> (super::Server, u32, String) {
     let server = start_server_with(PORT, &["--timeout", "120"]);
     let pid = server.0.id();
-    // The probes start_server_with made to see it listen are gone first.
     wait_for("the listen probes' threads end", || {
         client_threads(pid) == 0 && server_sockets(PORT, "01").is_empty()
     });
-    let listening = &the_socket("0A", "one listener");
+    let listening = the_socket("0A", "one listener");
+    (server, pid, listening)
+}
+
+#[test]
+#[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
+fn a_finished_client_leaves_no_copy_of_its_socket_while_another_is_connected() {
+    let (_server, pid, listening) = settled_server();
+    let listening = &listening;
     let mut first = client(&["outbound", "-D", "2"]);
     wait_for(
         "the first client's thread measures in a table of its own",
@@ -206,34 +216,15 @@ fn a_finished_client_leaves_no_copy_of_its_socket_while_another_is_connected() {
 #[test]
 #[ignore = "needs an RDMA device: run via scripts/test (soft-RoCE)"]
 fn cm_clients_measure_in_tables_of_their_own_side_by_side_and_after_each_other() {
-    let server = start_server_with(PORT, &["--timeout", "120"]);
-    let pid = server.0.id();
-    wait_for("the listen probes' threads end", || {
-        client_threads(pid) == 0 && server_sockets(PORT, "01").is_empty()
-    });
-    let listening = &the_socket("0A", "one listener");
+    let (_server, pid, listening) = settled_server();
+    let listening = &listening;
     let mut first = client(&["inbound", "--cm", "-D", "600"]);
     wait_for(
         "the first --cm client's thread measures in a table of its own",
         || clients(pid, listening) == (0, true),
     );
     let target = format!("{}:{PORT}", ipv4());
-    let second = common::Live::start(
-        "cm-second",
-        &[
-            "send",
-            "--cm",
-            "-s",
-            "64",
-            "--forever",
-            "--interval",
-            "0.2",
-            "--connect",
-            &target,
-            "-d",
-            &device(),
-        ],
-    );
+    let second = measuring_until_stopped("cm-second", &["send", "--cm"], &target);
     second.await_line("# interval", 120);
     let serving = client_threads(pid);
     assert_eq!(
