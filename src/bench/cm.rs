@@ -67,11 +67,20 @@ impl Listener {
 /// server at (the control connection's `local` end, which a `--cm` client
 /// dials), when it is an address of the server's own device and port. Bound
 /// there, every request it takes is on that device, whose context librdmacm
-/// has open; `None` (every address) otherwise.
+/// has open; `None` (every address) otherwise, and for an IPv6 link-local
+/// address, which binds only with its interface's scope.
 pub fn listen_ip(port: &Port, local: Option<IpAddr>) -> Option<IpAddr> {
-    let ip = local?.to_canonical();
+    let ip = bindable(local?)?;
     let table = port.ctx.gid_table(port.config.port).ok()?;
     table.iter().any(|e| gid_is(&e.gid, ip)).then_some(ip)
+}
+
+/// `ip` as a listener binds to it (an IPv4-mapped IPv6 address, as a socket
+/// bound to `::` reports it, as IPv4); `None` for an IPv6 link-local one.
+fn bindable(ip: IpAddr) -> Option<IpAddr> {
+    let ip = ip.to_canonical();
+    let link_local = matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80);
+    (!link_local).then_some(ip)
 }
 
 /// Whether `gid` is RoCE's GID of address `ip` (IPv4-mapped for IPv4).
@@ -359,9 +368,15 @@ mod tests {
         let link_local = Gid(v6.octets());
         assert!(gid_is(&link_local, IpAddr::V6(v6)));
         assert!(!gid_is(&link_local, IpAddr::V4(v4)));
-        // An IPv4-mapped address the socket layer gives (a server bound to
-        // `::`) is canonicalised before it is compared.
+    }
+
+    #[test]
+    fn a_listener_binds_to_mapped_addresses_as_ipv4_and_never_to_link_local() {
         let seen: IpAddr = "::ffff:10.99.0.1".parse().unwrap();
-        assert!(gid_is(&mapped, seen.to_canonical()));
+        assert_eq!(bindable(seen), Some("10.99.0.1".parse().unwrap()));
+        let global: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!(bindable(global), Some(global));
+        assert_eq!(bindable("fe80::1".parse().unwrap()), None);
+        assert_eq!(bindable("febf::1".parse().unwrap()), None);
     }
 }
