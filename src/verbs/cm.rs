@@ -42,7 +42,7 @@ const RDMA_OPTION_ID_TOS: i32 = 0;
 /// other. Opening them all before the move keeps them valid in each copy.
 /// The contexts stay open after this returns (librdmacm closes a device's
 /// only when it is unplugged); only the list is freed.
-pub fn open_device_contexts() -> Result<usize> {
+pub fn open_device_contexts() -> Result<()> {
     let mut n = 0;
     // SAFETY: `n` is a live c_int for the call; a null return is handled.
     let list = unsafe { ffi::rdma_get_devices(&mut n) };
@@ -51,7 +51,7 @@ pub fn open_device_contexts() -> Result<usize> {
     }
     // SAFETY: `list` came from rdma_get_devices and is freed once.
     unsafe { ffi::rdma_free_devices(list) };
-    Ok(usize::try_from(n).unwrap_or(0))
+    Ok(())
 }
 
 /// An rdma_cm event channel: where every id made on it reports its events.
